@@ -1,0 +1,14 @@
+"""Smoothed, annealed and filtered stochastic variational inference.
+
+scikit-learn compatible estimators fitted by stochastic variational
+inference (SVI) with the improvements of Mandt & Blei (smoothed gradients),
+Paisley, Fazelnia & Barr (tuneable stochastic annealing) and Houlsby & Blei
+(variational filtering).
+"""
+
+from ._datasets import make_lda_corpus, match_topics
+from ._lda import SmoothedLDA, top_words
+
+__version__ = "0.1.0.dev0"
+
+__all__ = ["SmoothedLDA", "make_lda_corpus", "match_topics", "top_words"]

@@ -1,0 +1,97 @@
+"""Corpora drawn from the LDA generative process, and topic matching."""
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import linear_sum_assignment
+from sklearn.utils import check_random_state
+
+
+def make_lda_corpus(
+    n_documents=1000,
+    n_features=500,
+    n_topics=10,
+    *,
+    mean_document_length=100,
+    doc_topic_prior=0.1,
+    topic_word_prior=0.05,
+    random_state=None,
+):
+    """Draw a document-word count matrix from the LDA generative process.
+
+    Topics beta_k ~ Dirichlet(topic_word_prior), proportions
+    theta_d ~ Dirichlet(doc_topic_prior), document lengths
+    n_d ~ Poisson(mean_document_length) and, marginalising the topic
+    assignments, word counts x_d ~ Multinomial(n_d, theta_d^T beta).
+
+    Parameters
+    ----------
+    n_documents : int, default=1000
+        Number of documents.
+    n_features : int, default=500
+        Vocabulary size.
+    n_topics : int, default=10
+        Number of planted topics.
+    mean_document_length : float, default=100
+        Mean number of words per document.
+    doc_topic_prior : float, default=0.1
+        Symmetric Dirichlet parameter of the proportions.
+    topic_word_prior : float, default=0.05
+        Symmetric Dirichlet parameter of the topics.
+    random_state : int, RandomState instance or None, default=None
+        Seed.
+
+    Returns
+    -------
+    X : sparse matrix of shape (n_documents, n_features)
+        Word counts, CSR, int64.
+    topics : ndarray of shape (n_topics, n_features)
+        The planted topic-word distributions.
+    doc_topic : ndarray of shape (n_documents, n_topics)
+        The planted topic proportions.
+    """
+    rng = check_random_state(random_state)
+    topics = rng.dirichlet(np.full(n_features, topic_word_prior), size=n_topics)
+    doc_topic = rng.dirichlet(np.full(n_topics, doc_topic_prior), size=n_documents)
+    lengths = rng.poisson(mean_document_length, size=n_documents)
+    word_probabilities = doc_topic @ topics
+    # Guard against rounding: multinomial needs probabilities summing to <= 1.
+    word_probabilities /= word_probabilities.sum(axis=1, keepdims=True)
+    counts = np.vstack(
+        [rng.multinomial(n, p) for n, p in zip(lengths, word_probabilities)]
+    )
+    return sp.csr_matrix(counts, dtype=np.int64), topics, doc_topic
+
+
+def match_topics(estimated, planted):
+    """Pair estimated topics with planted ones and score each pair.
+
+    The score of a pair is the probability mass the two word distributions
+    share, sum_w min(p_w, q_w): 1 for identical topics, 0 for disjoint ones.
+    The pairing maximises the total score (Hungarian algorithm).
+
+    Parameters
+    ----------
+    estimated : ndarray of shape (n_estimated, n_features)
+        Non-negative topic-word weights, e.g. ``components_``; rows are
+        normalised.
+    planted : ndarray of shape (n_planted, n_features)
+        The reference topic-word weights; rows are normalised.
+
+    Returns
+    -------
+    planted_index : ndarray of shape (n_pairs,)
+        Index of each paired planted topic, in increasing order.
+    estimated_index : ndarray of shape (n_pairs,)
+        Index of the estimated topic paired with it.
+    overlap : ndarray of shape (n_pairs,)
+        The shared probability mass of each pair.
+    """
+    estimated = np.asarray(estimated, dtype=np.float64)
+    planted = np.asarray(planted, dtype=np.float64)
+    estimated = estimated / estimated.sum(axis=1, keepdims=True)
+    planted = planted / planted.sum(axis=1, keepdims=True)
+    overlap = np.minimum(planted[:, np.newaxis, :], estimated[np.newaxis, :, :]).sum(
+        axis=2
+    )
+    planted_index, estimated_index = linear_sum_assignment(overlap, maximize=True)
+    return planted_index, estimated_index, overlap[planted_index, estimated_index]

@@ -1,0 +1,551 @@
+"""Latent Dirichlet allocation fitted by stochastic variational inference.
+
+The model (Blei, Ng & Jordan 2003) with the variational family and updates of
+Hoffman, Blei, Wang & Paisley (2013, Sec. 3.1 and Fig. 6): topics
+beta_k ~ Dirichlet(eta), proportions theta_d ~ Dirichlet(alpha), and
+q(beta_k) = Dirichlet(lambda_k), q(theta_d) = Dirichlet(gamma_d),
+q(z_dn) = Categorical(phi_dn). The global parameter lambda is the
+``components_`` attribute, as in scikit-learn's LatentDirichletAllocation.
+"""
+
+from dataclasses import dataclass
+from numbers import Integral, Real
+
+import numpy as np
+import scipy.sparse as sp
+from joblib import Parallel, delayed, effective_n_jobs
+from scipy.special import gammaln, psi
+from sklearn.base import (
+    BaseEstimator,
+    ClassNamePrefixFeaturesOutMixin,
+    TransformerMixin,
+)
+from sklearn.utils._param_validation import Interval
+from sklearn.utils.validation import check_is_fitted, check_non_negative, validate_data
+
+from ._lda_fast import exp_dirichlet_expectation_columns, infer_documents
+from ._mechanisms import ColumnStatistic
+from ._online import OnlineUpdateMixin
+
+
+@dataclass(frozen=True)
+class _CompactDocuments:
+    """Documents in CSR form with their columns renumbered 0..n_columns-1.
+
+    Attributes
+    ----------
+    columns : ndarray of shape (n_columns,)
+        The vocabulary indices present in the documents, sorted.
+    indptr, indices : ndarray of intp
+        CSR structure; ``indices`` point into ``columns``.
+    counts : ndarray
+        The word counts, aligned with ``indices``.
+    document_lengths : ndarray of shape (n_documents,)
+        The number of words of each document.
+    """
+
+    columns: np.ndarray
+    indptr: np.ndarray
+    indices: np.ndarray
+    counts: np.ndarray
+    document_lengths: np.ndarray
+
+    @classmethod
+    def from_csr(cls, X):
+        present = np.zeros(X.shape[1], dtype=bool)
+        present[X.indices] = True
+        columns = np.flatnonzero(present)
+        position = np.empty(X.shape[1], dtype=np.intp)
+        position[columns] = np.arange(columns.size)
+        return cls(
+            columns=columns,
+            indptr=X.indptr.astype(np.intp, copy=False),
+            indices=position[X.indices],
+            counts=X.data,
+            document_lengths=np.asarray(X.sum(axis=1)).ravel(),
+        )
+
+    @property
+    def n_documents(self):
+        return self.indptr.size - 1
+
+
+@dataclass(frozen=True)
+class _LocalFit:
+    """Result of the local step for a set of documents.
+
+    Attributes
+    ----------
+    documents : _CompactDocuments
+        The documents.
+    doc_topic : ndarray of shape (n_documents, n_components)
+        gamma, the variational Dirichlet parameters of the proportions.
+    exp_doc_topic : ndarray of shape (n_documents, n_components)
+        exp E[log theta] at gamma.
+    exp_word_topic : ndarray of shape (n_columns, n_components)
+        exp E[log beta] of the documents' columns.
+    count_ratio : ndarray of shape (nnz,)
+        n_dw / sum_k exp(E[log theta_dk] + E[log beta_kw]).
+    """
+
+    documents: _CompactDocuments
+    doc_topic: np.ndarray
+    exp_doc_topic: np.ndarray
+    exp_word_topic: np.ndarray
+    count_ratio: np.ndarray
+
+
+def _dirichlet_expectation(parameters):
+    """E[log x] for rows x ~ Dirichlet(parameters) (Blei et al. 2003, eq. 8)."""
+    return psi(parameters) - psi(parameters.sum(axis=1))[:, np.newaxis]
+
+
+def _dirichlet_term(prior, parameters, n_categories):
+    """The Dirichlet part of the ELBO, E[log p(x | prior)] - E[log q(x)].
+
+    Summed over the rows of ``parameters`` (Hoffman et al. 2013, eq. 30-31).
+    """
+    expectation = _dirichlet_expectation(parameters)
+    return (
+        np.sum((prior - parameters) * expectation)
+        + np.sum(gammaln(parameters) - gammaln(prior))
+        + np.sum(gammaln(prior * n_categories) - gammaln(parameters.sum(axis=1)))
+    )
+
+
+class _OnlineLDA(
+    ClassNamePrefixFeaturesOutMixin, TransformerMixin, OnlineUpdateMixin, BaseEstimator
+):
+    """Latent Dirichlet allocation fitted by the shared online update.
+
+    Subclasses set the mechanisms; this class is the model: its local step,
+    prior, bound and transform.
+    """
+
+    _parameter_constraints: dict = {
+        **OnlineUpdateMixin._online_parameter_constraints,
+        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "doc_topic_prior": [None, Interval(Real, 0, None, closed="neither")],
+        "topic_word_prior": [None, Interval(Real, 0, None, closed="neither")],
+        "max_doc_update_iter": [Interval(Integral, 1, None, closed="left")],
+        "mean_change_tol": [Interval(Real, 0, None, closed="left")],
+        "perp_tol": [Interval(Real, 0, None, closed="left")],
+        "n_jobs": [None, Integral],
+    }
+
+    # -- parameters resolved from the constructor ------------------------------
+
+    @property
+    def _alpha(self):
+        if self.doc_topic_prior is None:
+            return 1.0 / self.n_components
+        return self.doc_topic_prior
+
+    @property
+    def _eta(self):
+        if self.topic_word_prior is None:
+            return 1.0 / self.n_components
+        return self.topic_word_prior
+
+    # -- input validation --------------------------------------------------------
+
+    def _check_documents(self, X, reset):
+        X = validate_data(
+            self,
+            X,
+            reset=reset,
+            accept_sparse="csr",
+            dtype=[np.float64, np.float32],
+        )
+        check_non_negative(X, f"{type(self).__name__} (input X)")
+        if not sp.issparse(X):
+            X = sp.csr_matrix(X)
+        if hasattr(self, "_natural"):
+            X = X.astype(self._natural.dtype, copy=False)
+        return X
+
+    def _check_training_data(self, X, reset):
+        return self._check_documents(X, reset)
+
+    # -- the model's part of the online update ------------------------------------
+
+    def _initial_natural(self, X, random_state):
+        # Hoffman et al. (2013) and scikit-learn: lambda ~ Gamma(100, 1/100).
+        shape = (self.n_components, X.shape[1])
+        return random_state.gamma(100.0, 0.01, shape).astype(X.dtype, copy=False)
+
+    def _prior_natural(self):
+        return self._eta
+
+    def _local_statistic(self, X):
+        """Minibatch mean of n_dw phi_dwk on the minibatch's words (eq. 28)."""
+        local = self._local_step(X)
+        documents = local.documents
+        ratio = sp.csr_matrix(
+            (local.count_ratio, documents.indices, documents.indptr),
+            shape=(documents.n_documents, documents.columns.size),
+        )
+        # sum_d n_dw phi_dwk = exp E[log beta_kw] sum_d exp E[log theta_dk] n_dw / norm_dw
+        statistic = ratio.T @ local.exp_doc_topic
+        statistic *= local.exp_word_topic
+        statistic /= documents.n_documents
+        return ColumnStatistic(documents.columns, np.ascontiguousarray(statistic.T))
+
+    def _local_step(self, X):
+        """Fit gamma for each document of X at the current lambda."""
+        documents = _CompactDocuments.from_csr(X)
+        exp_word_topic = self._exp_word_topic(documents.columns)
+        n_documents = documents.n_documents
+        dtype = exp_word_topic.dtype
+        # The same deterministic start for every document, whichever thread
+        # runs it: gamma_dk = alpha + n_d / K, the fixed point's total mass.
+        doc_topic = np.empty((n_documents, self.n_components), dtype=dtype)
+        doc_topic[:] = (
+            self._alpha + documents.document_lengths / self.n_components
+        )[:, np.newaxis]
+        exp_doc_topic = np.empty_like(doc_topic)
+        count_ratio = np.empty_like(documents.counts)
+
+        run = delayed(infer_documents)
+        arguments = (
+            exp_word_topic,
+            documents.indptr,
+            documents.indices,
+            documents.counts,
+            doc_topic,
+            exp_doc_topic,
+            count_ratio,
+            float(self._alpha),
+            self.max_doc_update_iter,
+            float(self.mean_change_tol),
+        )
+        chunks = self._document_chunks(documents)
+        if len(chunks) == 1:
+            infer_documents(*arguments, *chunks[0])
+        else:
+            Parallel(n_jobs=self._n_threads(), backend="threading")(
+                run(*arguments, *chunk) for chunk in chunks
+            )
+        return _LocalFit(documents, doc_topic, exp_doc_topic, exp_word_topic, count_ratio)
+
+    def _n_threads(self):
+        return effective_n_jobs(self.n_jobs)
+
+    def _document_chunks(self, documents):
+        """Ranges of documents with about equal numbers of non-zeros.
+
+        Several chunks per thread balance the load, as documents need
+        different numbers of fixed-point iterations.
+        """
+        n_threads = min(self._n_threads(), documents.n_documents)
+        if n_threads <= 1:
+            return [(0, documents.n_documents)]
+        n_chunks = min(4 * n_threads, documents.n_documents)
+        nnz_targets = np.linspace(0, documents.indptr[-1], n_chunks + 1)
+        bounds = np.searchsorted(documents.indptr, nnz_targets)
+        bounds[0], bounds[-1] = 0, documents.n_documents
+        bounds = np.unique(bounds)
+        return list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
+
+    def _exp_word_topic(self, columns):
+        """exp E[log beta] for ``columns``, one row per column.
+
+        Only the minibatch's columns are computed: the digamma over all of
+        K x V costs as much as the local step on a small minibatch.
+        """
+        exp_word_topic = np.empty(
+            (columns.size, self.n_components), dtype=self._natural.dtype
+        )
+        exp_dirichlet_expectation_columns(self._natural, columns, exp_word_topic)
+        return exp_word_topic
+
+    # -- scores ----------------------------------------------------------------------
+
+    def _document_bound(self, local):
+        """The documents' terms of the ELBO (Hoffman et al. 2013, eq. 29-30)."""
+        counts = local.documents.counts
+        nonzero = counts > 0
+        # sum_w n_dw log sum_k exp(E[log theta_dk] + E[log beta_kw])
+        word_term = np.sum(
+            counts[nonzero] * np.log(counts[nonzero] / local.count_ratio[nonzero])
+        )
+        return word_term + _dirichlet_term(
+            self._alpha, local.doc_topic, self.n_components
+        )
+
+    def _topic_bound(self):
+        """The topics' terms of the ELBO (Hoffman et al. 2013, eq. 31)."""
+        return _dirichlet_term(self._eta, self._natural, self._natural.shape[1])
+
+    def _evaluation_score(self, X):
+        """Per-word bound of the documents' terms of the ELBO on ``X``."""
+        local = self._local_step(X)
+        return self._document_bound(local) / max(local.documents.counts.sum(), 1.0)
+
+    def _evaluation_converged(self, previous, current):
+        # perp_tol compares perplexities, exp(-per-word bound).
+        return abs(np.exp(-previous) - np.exp(-current)) < self.perp_tol
+
+    # -- public API ------------------------------------------------------------------
+
+    @property
+    def components_(self):
+        """ndarray of shape (n_components, n_features): lambda, the variational
+        Dirichlet parameters of the topics."""
+        return self._natural
+
+    @property
+    def exp_dirichlet_component_(self):
+        """ndarray of shape (n_components, n_features): exp E[log beta]."""
+        return np.exp(_dirichlet_expectation(self.components_))
+
+    @property
+    def _n_features_out(self):
+        return self.components_.shape[0]
+
+    def transform(self, X):
+        """Infer the topic proportions of documents.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Document-word counts.
+
+        Returns
+        -------
+        doc_topic_distr : ndarray of shape (n_samples, n_components)
+            The mean of q(theta_d), gamma_d / sum_k gamma_dk. A document with
+            no words gets the prior's mean, 1 / n_components.
+        """
+        check_is_fitted(self)
+        X = self._check_documents(X, reset=False)
+        doc_topic = self._local_step(X).doc_topic
+        return doc_topic / doc_topic.sum(axis=1, keepdims=True)
+
+    def score(self, X, y=None):
+        """Approximate log-likelihood: the variational bound (ELBO) of X.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Document-word counts.
+        y : Ignored
+            Not used, present for API consistency by convention.
+
+        Returns
+        -------
+        score : float
+            The ELBO of the documents and the topics; higher is better.
+        """
+        check_is_fitted(self)
+        X = self._check_documents(X, reset=False)
+        return float(self._document_bound(self._local_step(X)) + self._topic_bound())
+
+    def perplexity(self, X):
+        """Perplexity, exp(-ELBO / number of words), as in scikit-learn.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Document-word counts.
+
+        Returns
+        -------
+        perplexity : float
+            Lower is better.
+        """
+        check_is_fitted(self)
+        X = self._check_documents(X, reset=False)
+        bound = self._document_bound(self._local_step(X)) + self._topic_bound()
+        return float(np.exp(-bound / X.sum()))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.input_tags.positive_only = True
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        return tags
+
+
+class SmoothedLDA(_OnlineLDA):
+    """Latent Dirichlet allocation by SVI with smoothed gradients.
+
+    Mandt & Blei (2014): the noisy coordinate optimum of each update uses the
+    mean of the last ``L`` minibatch sufficient statistics instead of the
+    latest one alone, which lowers the variance of the update for a small
+    bias. ``L=1`` is plain stochastic variational inference (Hoffman et al.
+    2013) and reproduces it exactly.
+
+    Read more in the :ref:`User Guide <smoothed_lda>`.
+
+    Parameters
+    ----------
+    n_components : int, default=10
+        Number of topics K.
+    L : int, default=10
+        Length of the smoothing window: the number of minibatch statistics
+        averaged. ``L=1`` is plain SVI.
+    doc_topic_prior : float, default=None
+        alpha, the Dirichlet prior of the topic proportions. None means
+        ``1 / n_components``.
+    topic_word_prior : float, default=None
+        eta, the Dirichlet prior of the topics. None means
+        ``1 / n_components``.
+    batch_size : int, default=128
+        Number of documents per minibatch.
+    max_iter : int, default=10
+        Number of passes over the data in ``fit``.
+    total_samples : float, default=1e6
+        Number of documents N of the corpus, used by ``partial_fit``.
+    step_size : "robbins-monro" or float, default="robbins-monro"
+        The step size schedule: ``"robbins-monro"`` is
+        ``(learning_offset + t) ** -learning_decay`` for the t-th update; a
+        float in (0, 1] is a constant step size (1 with a minibatch of the
+        whole corpus is batch variational Bayes).
+    learning_offset : float, default=10.0
+        tau_0 of the Robbins-Monro schedule.
+    learning_decay : float, default=0.7
+        kappa of the Robbins-Monro schedule.
+    max_doc_update_iter : int, default=100
+        Maximum number of fixed-point iterations of each document's local
+        step.
+    mean_change_tol : float, default=1e-3
+        The local step stops when the mean absolute change of a document's
+        gamma is below this value.
+    evaluate_every : int, default=-1
+        Record a score in ``evaluation_history_`` every ``evaluate_every``
+        updates; 0 or less records nothing.
+    perp_tol : float, default=0.1
+        ``fit`` stops after a pass when the perplexities of the last two
+        evaluations differ by less than ``perp_tol``.
+    n_jobs : int, default=None
+        Number of threads of the local step; None means 1, -1 all cores.
+        The result does not depend on it.
+    verbose : int, default=0
+        Print progress when positive.
+    random_state : int, RandomState instance or None, default=None
+        Seed of the initial topics and of the order of the documents in
+        ``fit``.
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_components, n_features)
+        lambda, the variational Dirichlet parameters of the topics;
+        normalised rows are the topic-word distributions.
+    exp_dirichlet_component_ : ndarray of shape (n_components, n_features)
+        exp E[log beta].
+    n_batch_iter_ : int
+        Number of minibatch updates made.
+    n_iter_ : int
+        Number of passes made: passes of ``fit``, plus one per call of
+        ``partial_fit``.
+    n_samples_seen_ : int
+        Number of documents used by the updates.
+    evaluation_history_ : dict of lists
+        ``"n_batch_iter"``, ``"n_samples_seen"`` and ``"score"`` of each
+        evaluation: the per-word bound of the documents' terms of the ELBO
+        on ``X_val``, or on the minibatch just used when ``X_val`` is None.
+    random_state_ : RandomState instance
+        The random state of the fit.
+    n_features_in_ : int
+        Number of features seen during ``fit``.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of features seen during ``fit``, when they are all strings.
+
+    See Also
+    --------
+    sklearn.decomposition.LatentDirichletAllocation : Online and batch LDA.
+
+    References
+    ----------
+    .. [1] S. Mandt and D. Blei. "Smoothed Gradients for Stochastic
+       Variational Inference". NIPS 2014.
+    .. [2] M. Hoffman, D. Blei, C. Wang and J. Paisley. "Stochastic
+       Variational Inference". JMLR 14, 2013.
+
+    Examples
+    --------
+    >>> from sklearn_svi import SmoothedLDA, make_lda_corpus
+    >>> X, _, _ = make_lda_corpus(n_documents=200, random_state=0)
+    >>> lda = SmoothedLDA(n_components=5, L=10, random_state=0).fit(X)
+    >>> lda.transform(X[:2]).shape
+    (2, 5)
+    """
+
+    _parameter_constraints: dict = {
+        **_OnlineLDA._parameter_constraints,
+        "L": [Interval(Integral, 1, None, closed="left")],
+    }
+
+    def __init__(
+        self,
+        n_components=10,
+        *,
+        L=10,
+        doc_topic_prior=None,
+        topic_word_prior=None,
+        batch_size=128,
+        max_iter=10,
+        total_samples=1e6,
+        step_size="robbins-monro",
+        learning_offset=10.0,
+        learning_decay=0.7,
+        max_doc_update_iter=100,
+        mean_change_tol=1e-3,
+        evaluate_every=-1,
+        perp_tol=1e-1,
+        n_jobs=None,
+        verbose=0,
+        random_state=None,
+    ):
+        self.n_components = n_components
+        self.L = L
+        self.doc_topic_prior = doc_topic_prior
+        self.topic_word_prior = topic_word_prior
+        self.batch_size = batch_size
+        self.max_iter = max_iter
+        self.total_samples = total_samples
+        self.step_size = step_size
+        self.learning_offset = learning_offset
+        self.learning_decay = learning_decay
+        self.max_doc_update_iter = max_doc_update_iter
+        self.mean_change_tol = mean_change_tol
+        self.evaluate_every = evaluate_every
+        self.perp_tol = perp_tol
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+        self.random_state = random_state
+
+    def _window_length(self):
+        return self.L
+
+
+def top_words(estimator, feature_names, n_words=10):
+    """The most probable words of each topic.
+
+    Parameters
+    ----------
+    estimator : fitted LDA estimator
+        An estimator with ``components_`` of shape (n_topics, n_features).
+    feature_names : array-like of str of shape (n_features,)
+        The vocabulary, e.g. ``vectorizer.get_feature_names_out()``.
+    n_words : int, default=10
+        Number of words per topic.
+
+    Returns
+    -------
+    words : list of ndarray
+        For each topic, its ``n_words`` most probable words, most probable
+        first.
+    """
+    check_is_fitted(estimator)
+    feature_names = np.asarray(feature_names)
+    components = estimator.components_
+    if feature_names.shape != (components.shape[1],):
+        raise ValueError(
+            f"feature_names has shape {feature_names.shape}, expected "
+            f"({components.shape[1]},) to match the estimator's features."
+        )
+    n_words = min(n_words, components.shape[1])
+    order = np.argsort(-components, axis=1, kind="stable")[:, :n_words]
+    return [feature_names[row] for row in order]

@@ -1,0 +1,136 @@
+"""Model-agnostic mechanisms of the online update.
+
+Each mechanism changes one line of the stochastic variational inference
+update (see :class:`sklearn_svi._online.OnlineUpdateMixin`) and knows nothing
+about the model: it sees the global variational parameter lambda only as an
+array of shape (n_components, n_params) and minibatch statistics only as
+column blocks of such an array.
+"""
+
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class ColumnStatistic:
+    """A minibatch statistic that is non-zero only on some columns.
+
+    Parameters
+    ----------
+    columns : ndarray of shape (n_columns,) or slice
+        Indices of the columns the statistic covers (``slice(None)`` for all).
+    block : ndarray of shape (n_components, n_columns)
+        The values on those columns.
+    """
+
+    columns: object
+    block: np.ndarray
+
+    @property
+    def nbytes(self):
+        """Memory held by the statistic, in bytes."""
+        index_bytes = getattr(self.columns, "nbytes", 0)
+        return self.block.nbytes + index_bytes
+
+
+class SmoothingWindow:
+    """Mean of the last ``length`` minibatch statistics (Mandt & Blei 2014).
+
+    The smoothed statistic of Mandt & Blei's Algorithm 1 is the window mean
+    S~_t = (1/L) sum_{j<L} S_{t-j}. It is kept as a dense running sum that is
+    updated with the running-sum recursion of their eq. 11,
+
+        sum_t = sum_{t-1} - S_{t-L} + S_t,
+
+    while the queued statistics are stored sparsely, as column blocks, so the
+    window's memory grows with the words actually seen and not with
+    L x n_components x n_params. During warm-up, before L statistics have
+    arrived, the mean is taken over those stored.
+
+    The oldest statistic is subtracted before the newest is added, so with
+    ``length=1`` the sum is exactly the latest statistic and the update is
+    plain SVI bit for bit.
+
+    Parameters
+    ----------
+    length : int
+        Window length L.
+    shape : tuple of int
+        Shape of the global parameter, (n_components, n_params).
+    dtype : dtype
+        Floating point type of the running sum.
+    """
+
+    def __init__(self, length, shape, dtype):
+        self.length = length
+        self.queue = deque()
+        self.total = np.zeros(shape, dtype=dtype)
+
+    def push(self, statistic):
+        """Add the newest statistic, dropping the oldest beyond the window.
+
+        Parameters
+        ----------
+        statistic : ColumnStatistic
+            The minibatch statistic S_t.
+        """
+        if len(self.queue) == self.length:
+            oldest = self.queue.popleft()
+            self.total[:, oldest.columns] -= oldest.block
+        self.total[:, statistic.columns] += statistic.block
+        self.queue.append(statistic)
+
+    @property
+    def count(self):
+        """Number of statistics currently in the window (at most L)."""
+        return len(self.queue)
+
+    @property
+    def nbytes(self):
+        """Memory of the queued statistics (the running sum excluded)."""
+        return sum(statistic.nbytes for statistic in self.queue)
+
+
+class RobbinsMonroStepSize:
+    """Robbins-Monro schedule rho_t = (tau_0 + t) ** (-kappa).
+
+    Hoffman et al. (2013), eq. 26. ``t`` counts minibatch updates from 1,
+    as in scikit-learn's online LatentDirichletAllocation.
+
+    Parameters
+    ----------
+    offset : float
+        tau_0 >= 0, down-weights early iterations.
+    decay : float
+        kappa in (0.5, 1] for convergence.
+    """
+
+    def __init__(self, offset, decay):
+        self.offset = offset
+        self.decay = decay
+
+    def __call__(self, step, target, current):
+        """Step size of update number ``step`` (``target`` and ``current`` unused)."""
+        return (self.offset + step) ** (-self.decay)
+
+
+class ConstantStepSize:
+    """A constant step size rho_t = rho.
+
+    With rho = 1 and the whole data set as the minibatch the update is a
+    batch variational Bayes iteration.
+
+    Parameters
+    ----------
+    rate : float
+        The step size in (0, 1].
+    """
+
+    def __init__(self, rate):
+        self.rate = rate
+
+    def __call__(self, step, target, current):
+        """The constant step size (the arguments are unused)."""
+        return self.rate

@@ -1,0 +1,195 @@
+"""The online update shared by every estimator of the package.
+
+For each minibatch B_t, stochastic variational inference (Hoffman et al.
+2013, Fig. 3) with the package's mechanisms does
+
+    S_t     = (1/|B_t|) sum_{n in B_t} s_n        local step (the model)
+    S~_t    = mean of the last L statistics        smoothing (Mandt & Blei 2014)
+    lambda^ = eta + N S~_t                         noisy coordinate optimum
+    rho_t   = step size                            schedule
+    lambda  = (1 - rho_t) lambda + rho_t lambda^   convex combination
+
+The mixin owns this loop once. A model supplies only its initial lambda, the
+local step, the prior eta, and what to show the user.
+"""
+
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import _fit_context
+from sklearn.utils import check_random_state, gen_batches
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from ._mechanisms import ConstantStepSize, RobbinsMonroStepSize, SmoothingWindow
+
+
+class OnlineUpdateMixin:
+    """Drive ``fit`` and ``partial_fit`` through the shared SVI update.
+
+    A model using the mixin implements
+
+    - ``_check_training_data(X, reset)``: validated training data;
+    - ``_initial_natural(X, random_state)``: the initial lambda, an array of
+      shape (n_components, n_params);
+    - ``_local_statistic(X)``: the minibatch mean statistic S_t as a
+      :class:`~sklearn_svi._mechanisms.ColumnStatistic`;
+    - ``_prior_natural()``: eta, broadcastable against lambda;
+    - ``_evaluation_score(X)``: a score of X, higher is better, recorded in
+      ``evaluation_history_``;
+    - ``_evaluation_converged(previous, current)``: whether two successive
+      evaluation scores mean that ``fit`` can stop.
+
+    The estimator's parameters ``batch_size``, ``max_iter``, ``total_samples``,
+    ``step_size``, ``learning_offset``, ``learning_decay``, ``evaluate_every``,
+    ``verbose`` and ``random_state`` are read by the mixin.
+    """
+
+    _online_parameter_constraints = {
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "total_samples": [Interval(Real, 0, None, closed="neither")],
+        "step_size": [
+            StrOptions({"robbins-monro"}),
+            Interval(Real, 0, 1, closed="right"),
+        ],
+        "learning_offset": [Interval(Real, 0, None, closed="left")],
+        "learning_decay": [Interval(Real, 0, 1, closed="both")],
+        "evaluate_every": [Integral],
+        "verbose": ["verbose"],
+        "random_state": ["random_state"],
+    }
+
+    def _window_length(self):
+        """Number of minibatch statistics averaged by the smoothing window."""
+        return 1
+
+    def _make_step_size(self):
+        if self.step_size == "robbins-monro":
+            return RobbinsMonroStepSize(self.learning_offset, self.learning_decay)
+        return ConstantStepSize(self.step_size)
+
+    def _initialize_online(self, X):
+        """Reset lambda, the mechanisms, the counters and the random state."""
+        self.random_state_ = check_random_state(self.random_state)
+        self._natural = self._initial_natural(X, self.random_state_)
+        self._window = SmoothingWindow(
+            self._window_length(), self._natural.shape, self._natural.dtype
+        )
+        self._step_size = self._make_step_size()
+        self.n_batch_iter_ = 0
+        self.n_iter_ = 0
+        self.n_samples_seen_ = 0
+        self.evaluation_history_ = {"n_batch_iter": [], "n_samples_seen": [], "score": []}
+
+    def _online_step(self, X_batch, n_total, X_val):
+        """One SVI update from the minibatch ``X_batch``."""
+        self._window.push(self._local_statistic(X_batch))
+        self.n_batch_iter_ += 1
+        self.n_samples_seen_ += X_batch.shape[0]
+
+        # lambda^ = eta + N S~_t (Mandt & Blei 2014, Alg. 1; Hoffman et al.
+        # 2013, eq. 25 when L = 1).
+        target = self._window.total * (n_total / self._window.count)
+        target += self._prior_natural()
+        rho = self._step_size(self.n_batch_iter_, target, self._natural)
+        self._natural *= 1.0 - rho
+        target *= rho
+        self._natural += target
+
+        if self.evaluate_every > 0 and self.n_batch_iter_ % self.evaluate_every == 0:
+            self._record_evaluation(X_batch if X_val is None else X_val)
+
+    def _record_evaluation(self, X):
+        history = self.evaluation_history_
+        history["n_batch_iter"].append(self.n_batch_iter_)
+        history["n_samples_seen"].append(self.n_samples_seen_)
+        history["score"].append(float(self._evaluation_score(X)))
+        if self.verbose:
+            print(
+                f"[{type(self).__name__}] update {self.n_batch_iter_}: "
+                f"evaluation score {history['score'][-1]:.5f}"
+            )
+
+    def _run_pass(self, X, n_total, X_val, order=None):
+        """Run the SVI update on consecutive minibatches of ``X``."""
+        n_samples = X.shape[0]
+        for batch in gen_batches(n_samples, self.batch_size):
+            rows = batch if order is None else order[batch]
+            self._online_step(X[rows], n_total, X_val)
+        self.n_iter_ += 1
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None, *, X_val=None):
+        """Fit the model with ``max_iter`` passes of SVI over shuffled ``X``.
+
+        Each pass visits ``X`` in a new random order, in minibatches of
+        ``batch_size`` samples, with the number of samples N equal to
+        ``X.shape[0]``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training data.
+        y : Ignored
+            Not used, present for API consistency by convention.
+        X_val : {array-like, sparse matrix} of shape (n_val, n_features), \
+                default=None
+            Data scored every ``evaluate_every`` updates. When None, the
+            minibatch just used for the update is scored.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        X = self._check_training_data(X, reset=True)
+        X_val = self._check_evaluation_data(X_val)
+        self._initialize_online(X)
+        n_samples = X.shape[0]
+        for _ in range(self.max_iter):
+            order = self.random_state_.permutation(n_samples)
+            self._run_pass(X, n_samples, X_val, order=order)
+            if self.verbose:
+                print(f"[{type(self).__name__}] pass {self.n_iter_} of {self.max_iter}")
+            scores = self.evaluation_history_["score"]
+            if len(scores) >= 2 and self._evaluation_converged(scores[-2], scores[-1]):
+                break
+        return self
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y=None, *, X_val=None):
+        """Update the model with one pass of SVI over ``X``, in order.
+
+        The number of samples N of the update is ``total_samples``. The first
+        call initialises the model; later calls continue from its state.
+        Invalid input raises before anything changes, so a failed call leaves
+        the model as it was.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training data.
+        y : Ignored
+            Not used, present for API consistency by convention.
+        X_val : {array-like, sparse matrix} of shape (n_val, n_features), \
+                default=None
+            Data scored every ``evaluate_every`` updates. When None, the
+            minibatch just used for the update is scored.
+
+        Returns
+        -------
+        self : object
+            The updated estimator.
+        """
+        first_call = not hasattr(self, "_natural")
+        X = self._check_training_data(X, reset=first_call)
+        X_val = self._check_evaluation_data(X_val)
+        if first_call:
+            self._initialize_online(X)
+        self._run_pass(X, self.total_samples, X_val)
+        return self
+
+    def _check_evaluation_data(self, X_val):
+        if X_val is None:
+            return None
+        return self._check_training_data(X_val, reset=False)
