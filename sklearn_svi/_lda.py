@@ -160,12 +160,17 @@ class _OnlineLDA(
         check_non_negative(X, f"{type(self).__name__} (input X)")
         if not sp.issparse(X):
             X = sp.csr_matrix(X)
-        if hasattr(self, "_natural"):
-            X = X.astype(self._natural.dtype, copy=False)
         return X
 
     def _check_training_data(self, X, reset):
         return self._check_documents(X, reset)
+
+    def _check_fitted_documents(self, X):
+        """Validate documents for a fitted model, in the dtype of lambda."""
+        check_is_fitted(self)
+        return self._check_documents(X, reset=False).astype(
+            self._natural.dtype, copy=False
+        )
 
     # -- the model's part of the online update ------------------------------------
 
@@ -317,8 +322,7 @@ class _OnlineLDA(
             The mean of q(theta_d), gamma_d / sum_k gamma_dk. A document with
             no words gets the prior's mean, 1 / n_components.
         """
-        check_is_fitted(self)
-        X = self._check_documents(X, reset=False)
+        X = self._check_fitted_documents(X)
         doc_topic = self._local_step(X).doc_topic
         return doc_topic / doc_topic.sum(axis=1, keepdims=True)
 
@@ -337,8 +341,7 @@ class _OnlineLDA(
         score : float
             The ELBO of the documents and the topics; higher is better.
         """
-        check_is_fitted(self)
-        X = self._check_documents(X, reset=False)
+        X = self._check_fitted_documents(X)
         return float(self._document_bound(self._local_step(X)) + self._topic_bound())
 
     def perplexity(self, X):
@@ -354,8 +357,7 @@ class _OnlineLDA(
         perplexity : float
             Lower is better.
         """
-        check_is_fitted(self)
-        X = self._check_documents(X, reset=False)
+        X = self._check_fitted_documents(X)
         bound = self._document_bound(self._local_step(X)) + self._topic_bound()
         return float(np.exp(-bound / X.sum()))
 

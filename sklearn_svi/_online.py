@@ -143,7 +143,7 @@ class OnlineUpdateMixin:
             The fitted estimator.
         """
         X = self._check_training_data(X, reset=True)
-        X_val = self._check_evaluation_data(X_val)
+        X_val = self._check_evaluation_data(X_val, X.dtype)
         self._initialize_online(X)
         n_samples = X.shape[0]
         for _ in range(self.max_iter):
@@ -183,13 +183,15 @@ class OnlineUpdateMixin:
         """
         first_call = not hasattr(self, "_natural")
         X = self._check_training_data(X, reset=first_call)
-        X_val = self._check_evaluation_data(X_val)
+        if not first_call:
+            X = X.astype(self._natural.dtype, copy=False)
+        X_val = self._check_evaluation_data(X_val, X.dtype)
         if first_call:
             self._initialize_online(X)
         self._run_pass(X, self.total_samples, X_val)
         return self
 
-    def _check_evaluation_data(self, X_val):
+    def _check_evaluation_data(self, X_val, dtype):
         if X_val is None:
             return None
-        return self._check_training_data(X_val, reset=False)
+        return self._check_training_data(X_val, reset=False).astype(dtype, copy=False)

@@ -1,0 +1,116 @@
+"""The compiled local step against a slow, obviously correct reference."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from numpy.testing import assert_allclose, assert_array_equal
+from scipy.special import digamma
+from sklearn.decomposition import LatentDirichletAllocation
+
+from sklearn_svi import SmoothedLDA
+from sklearn_svi._lda_fast import exp_digamma
+
+
+def reference_local_step(X, topic_word, alpha, max_iter, tol):
+    """Per-document fixed point of Hoffman et al. (2013), Fig. 6, in numpy.
+
+    Returns gamma and the summed statistic sum_d n_dw phi_dwk (K x V).
+    """
+    eps = np.finfo(topic_word.dtype).eps
+    n_topics = topic_word.shape[0]
+    exp_beta = np.exp(digamma(topic_word) - digamma(topic_word.sum(axis=1))[:, None])
+    gammas = np.empty((X.shape[0], n_topics))
+    statistic = np.zeros(topic_word.shape)
+    for d in range(X.shape[0]):
+        words = X.indices[X.indptr[d] : X.indptr[d + 1]]
+        counts = X.data[X.indptr[d] : X.indptr[d + 1]]
+        beta_d = exp_beta[:, words]
+        gamma = np.full(n_topics, alpha + counts.sum() / n_topics)
+        for _ in range(max_iter):
+            theta = np.exp(digamma(gamma) - digamma(gamma.sum()))
+            ratio = counts / (theta @ beta_d + eps)
+            updated = alpha + theta * (beta_d @ ratio)
+            change = np.mean(np.abs(updated - gamma))
+            gamma = updated
+            if change < tol:
+                break
+        theta = np.exp(digamma(gamma) - digamma(gamma.sum()))
+        ratio = counts / (theta @ beta_d + eps)
+        statistic[:, words] += np.outer(theta, ratio) * beta_d
+        gammas[d] = gamma
+    return gammas, statistic
+
+
+def fitted_model(X, dtype=np.float64, **params):
+    model = SmoothedLDA(n_components=4, max_iter=2, batch_size=64, random_state=0, **params)
+    return model.fit(X.astype(dtype))
+
+
+@pytest.mark.parametrize("tol, max_iter", [(1e-3, 100), (1e-10, 1000), (0.0, 3)])
+def test_local_step_matches_reference(planted_corpus, tol, max_iter):
+    X = planted_corpus[0].astype(np.float64)
+    model = fitted_model(X, max_doc_update_iter=max_iter, mean_change_tol=tol)
+    alpha = model.doc_topic_prior or 1 / model.n_components
+    gamma_ref, statistic_ref = reference_local_step(
+        X, model.components_, alpha, max_iter, tol
+    )
+    local = model._local_step(X)
+    assert_allclose(local.doc_topic, gamma_ref, rtol=1e-8)
+    statistic = model._local_statistic(X)
+    dense = np.zeros_like(model.components_)
+    dense[:, statistic.columns] = statistic.block * X.shape[0]
+    assert_allclose(dense, statistic_ref, rtol=1e-8, atol=1e-12)
+
+
+def test_local_step_float32_close_to_float64(planted_corpus):
+    X = planted_corpus[0]
+    model = fitted_model(X, mean_change_tol=1e-6)
+    gamma64 = model._local_step(X.astype(np.float64)).doc_topic
+    model32 = fitted_model(X, mean_change_tol=1e-6)
+    model32._natural = model.components_.astype(np.float32)
+    local32 = model32._local_step(X.astype(np.float32))
+    assert local32.doc_topic.dtype == np.float32
+    assert_allclose(local32.doc_topic, gamma64, rtol=2e-3, atol=2e-3)
+
+
+def test_exp_digamma_accuracy():
+    x = np.logspace(-2, 6, 2000)
+    computed = np.array([exp_digamma(value) for value in x])
+    assert_allclose(computed, np.exp(digamma(x)), rtol=1e-11)
+
+
+def test_results_do_not_depend_on_n_jobs(planted_corpus):
+    X = planted_corpus[0]
+    reference = fitted_model(X, n_jobs=1)
+    for n_jobs in (2, 3, -1):
+        other = fitted_model(X, n_jobs=n_jobs)
+        assert_array_equal(other.components_, reference.components_)
+        assert_array_equal(other.transform(X), reference.transform(X))
+
+
+def test_bound_matches_scikit_learn_formula(planted_corpus):
+    """score is scikit-learn's approximate bound at the same gamma and lambda."""
+    X = planted_corpus[0].astype(np.float64)
+    model = fitted_model(X)
+    gamma = model._local_step(X).doc_topic
+    sklearn_lda = LatentDirichletAllocation(n_components=4)
+    sklearn_lda.components_ = model.components_
+    sklearn_lda.exp_dirichlet_component_ = model.exp_dirichlet_component_
+    sklearn_lda.doc_topic_prior_ = sklearn_lda.topic_word_prior_ = 1 / 4
+    expected = sklearn_lda._approx_bound(X, gamma, sub_sampling=False)
+    assert_allclose(model.score(X), expected, rtol=1e-10)
+    n_words = X.sum()
+    assert_allclose(model.perplexity(X), np.exp(-expected / n_words), rtol=1e-10)
+
+
+def test_empty_documents_get_prior_proportions(planted_corpus):
+    X = planted_corpus[0]
+    model = fitted_model(X)
+    X_with_empty = sp.vstack([X[:3], sp.csr_matrix((2, X.shape[1]), dtype=X.dtype)])
+    proportions = model.transform(X_with_empty)
+    assert_allclose(proportions[3:], 1 / model.n_components)
+    assert np.all(np.isfinite(proportions))
+    assert np.isfinite(model.score(X_with_empty))
+    # Empty documents in training are valid too and leave lambda finite.
+    model.partial_fit(X_with_empty)
+    assert np.all(np.isfinite(model.components_))

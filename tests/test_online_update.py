@@ -1,0 +1,204 @@
+"""The shared online update and the smoothing window."""
+
+import pickle
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.utils import gen_batches
+
+from sklearn_svi import SmoothedLDA, make_lda_corpus, match_topics
+from sklearn_svi._mechanisms import (
+    ColumnStatistic,
+    ConstantStepSize,
+    RobbinsMonroStepSize,
+    SmoothingWindow,
+)
+
+PARAMS = dict(
+    n_components=4,
+    batch_size=50,
+    total_samples=5000,
+    learning_offset=5.0,
+    learning_decay=0.6,
+    random_state=0,
+)
+
+
+def dense_reference_run(X, L, **params):
+    """Smoothed SVI written directly from Mandt & Blei (2014), Alg. 1.
+
+    Keeps every minibatch statistic as a dense K x V array and averages the
+    last L with ``np.mean``; uses the estimator only for its local step.
+    """
+    probe = SmoothedLDA(L=1, **params)
+    X = probe._check_training_data(X, reset=True)
+    probe._initialize_online(X)
+    topic_word = probe._natural.copy()
+    eta = 1 / params["n_components"]
+    statistics = []
+    for t, batch in enumerate(gen_batches(X.shape[0], params["batch_size"]), start=1):
+        probe._natural = topic_word
+        statistic = probe._local_statistic(X[batch])
+        dense = np.zeros_like(topic_word)
+        dense[:, statistic.columns] = statistic.block
+        statistics.append(dense)
+        smoothed = np.mean(statistics[-L:], axis=0)
+        rho = (params["learning_offset"] + t) ** -params["learning_decay"]
+        topic_word = (1 - rho) * topic_word + rho * (eta + params["total_samples"] * smoothed)
+    return topic_word
+
+
+def test_window_length_one_is_plain_svi_bit_for_bit(planted_corpus):
+    X = planted_corpus[0]
+    model = SmoothedLDA(L=1, **PARAMS).partial_fit(X)
+    assert_array_equal(model.components_, dense_reference_run(X, 1, **PARAMS))
+
+
+@pytest.mark.parametrize("L", [3, 10])
+def test_sparse_window_equals_dense_window(planted_corpus, L):
+    X = planted_corpus[0]
+    model = SmoothedLDA(L=L, **PARAMS).partial_fit(X)
+    assert_allclose(model.components_, dense_reference_run(X, L, **PARAMS), rtol=1e-9)
+
+
+def test_smoothing_changes_the_result(planted_corpus):
+    X = planted_corpus[0]
+    plain = SmoothedLDA(L=1, **PARAMS).partial_fit(X)
+    smoothed = SmoothedLDA(L=5, **PARAMS).partial_fit(X)
+    assert not np.allclose(plain.components_, smoothed.components_)
+
+
+def column_statistic(rng, n_rows, n_features, n_columns):
+    columns = np.sort(rng.choice(n_features, size=n_columns, replace=False))
+    return ColumnStatistic(columns, rng.random((n_rows, n_columns)))
+
+
+def test_window_warm_up_mean_and_running_sum():
+    rng = np.random.default_rng(0)
+    window = SmoothingWindow(length=4, shape=(3, 30), dtype=np.float64)
+    dense = []
+    for t in range(1, 12):
+        statistic = column_statistic(rng, 3, 30, 7)
+        window.push(statistic)
+        full = np.zeros((3, 30))
+        full[:, statistic.columns] = statistic.block
+        dense.append(full)
+        assert window.count == min(t, 4)
+        # During warm-up the mean is over the statistics stored so far. The
+        # running sum leaves rounding residue of order 1e-17 on columns that
+        # left the window.
+        assert_allclose(
+            window.total / window.count, np.mean(dense[-4:], axis=0), atol=1e-14
+        )
+
+
+def test_window_memory_is_proportional_to_columns_seen():
+    rng = np.random.default_rng(0)
+    window = SmoothingWindow(length=10, shape=(50, 10_000), dtype=np.float64)
+    for _ in range(25):
+        window.push(column_statistic(rng, 50, 10_000, 100))
+    # 10 blocks of 50 x 100 values plus 100 column indices each.
+    assert window.nbytes == 10 * (50 * 100 * 8 + 100 * 8)
+    assert window.nbytes < 10 * 50 * 10_000 * 8 / 50
+
+
+def test_step_sizes():
+    schedule = RobbinsMonroStepSize(offset=10.0, decay=0.7)
+    assert schedule(1, None, None) == pytest.approx(11.0**-0.7)
+    assert schedule(90, None, None) == pytest.approx(100.0**-0.7)
+    assert ConstantStepSize(1e-3)(7, None, None) == 1e-3
+
+
+def test_pickled_model_resumes_exactly(planted_corpus):
+    X = planted_corpus[0]
+    first, second = X[:330], X[330:]
+    uninterrupted = SmoothedLDA(L=4, **PARAMS).partial_fit(first).partial_fit(second)
+    interrupted = SmoothedLDA(L=4, **PARAMS).partial_fit(first)
+    resumed = pickle.loads(pickle.dumps(interrupted)).partial_fit(second)
+    assert_array_equal(resumed.components_, uninterrupted.components_)
+    n_updates = int(np.ceil(330 / 50) + np.ceil((X.shape[0] - 330) / 50))
+    assert resumed.n_batch_iter_ == uninterrupted.n_batch_iter_ == n_updates
+    assert resumed.n_iter_ == 2
+    assert resumed.n_samples_seen_ == X.shape[0]
+
+
+def test_fit_is_reproducible_and_shuffles(planted_corpus):
+    X = planted_corpus[0]
+    params = dict(PARAMS, max_iter=2)
+    first = SmoothedLDA(**params).fit(X)
+    second = SmoothedLDA(**params).fit(X)
+    assert_array_equal(first.components_, second.components_)
+    # The same updates in the stored order differ: fit shuffles.
+    in_order = SmoothedLDA(**dict(params, total_samples=X.shape[0]))
+    in_order.partial_fit(X).partial_fit(X)
+    assert not np.allclose(in_order.components_, first.components_)
+    assert first.n_iter_ == 2
+    assert first.n_batch_iter_ == 2 * int(np.ceil(X.shape[0] / params["batch_size"]))
+
+
+def test_batch_mode_increases_the_bound_every_step(planted_corpus):
+    X = planted_corpus[0][:300]
+    model = SmoothedLDA(
+        n_components=4,
+        L=1,
+        batch_size=X.shape[0],
+        total_samples=X.shape[0],
+        step_size=1.0,
+        mean_change_tol=1e-9,
+        max_doc_update_iter=2000,
+        random_state=0,
+    )
+    scores = []
+    for _ in range(15):
+        model.partial_fit(X)
+        scores.append(model.score(X))
+    steps = np.diff(scores)
+    assert np.all(steps > -1e-9 * np.abs(scores[1:])), steps
+    assert scores[-1] - scores[0] > 100
+
+
+@pytest.mark.parametrize("L", [1, 10])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_recovers_planted_topics(L, seed):
+    X, topics, _ = make_lda_corpus(
+        n_documents=1000,
+        n_features=100,
+        n_topics=4,
+        mean_document_length=80,
+        doc_topic_prior=0.2,
+        topic_word_prior=0.05,
+        random_state=seed,
+    )
+    model = SmoothedLDA(
+        n_components=4, L=L, batch_size=20, max_iter=10, learning_offset=1.0,
+        learning_decay=0.5, random_state=seed,
+    ).fit(X)
+    overlap = match_topics(model.components_, topics)[2]
+    assert overlap.min() > 0.95, overlap
+    # Random topics match far worse: the check can fail.
+    random_topics = np.random.default_rng(seed).gamma(100, 0.01, topics.shape)
+    assert match_topics(random_topics, topics)[2].max() < 0.6
+
+
+def test_evaluation_history_and_perp_tol(planted_corpus):
+    X = planted_corpus[0]
+    X_train, X_val = X[:500], X[500:]
+    model = SmoothedLDA(**dict(PARAMS, evaluate_every=5, max_iter=50, perp_tol=1.0))
+    model.fit(X_train, X_val=X_val)
+    history = model.evaluation_history_
+    assert history["n_batch_iter"][:2] == [5, 10]
+    assert len(history["score"]) == len(history["n_samples_seen"]) >= 2
+    # The held-out per-word bound improves as the fit goes on.
+    assert history["score"][-1] > history["score"][0]
+    # fit stopped early by perp_tol, after a whole pass.
+    assert model.n_iter_ < 50
+    assert model.n_batch_iter_ == model.n_iter_ * 10
+    perplexities = np.exp(-np.array(history["score"][-2:]))
+    assert abs(perplexities[0] - perplexities[1]) < 1.0
+
+
+def test_no_evaluation_by_default(planted_corpus):
+    model = SmoothedLDA(**dict(PARAMS, max_iter=3)).fit(planted_corpus[0])
+    assert model.evaluation_history_["score"] == []
+    assert model.n_iter_ == 3
