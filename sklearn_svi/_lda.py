@@ -295,13 +295,18 @@ class _OnlineLDA(
 
     @property
     def components_(self):
-        """ndarray of shape (n_components, n_features): lambda, the variational
-        Dirichlet parameters of the topics."""
+        """The variational Dirichlet parameters lambda of the topics.
+
+        An ndarray of shape (n_components, n_features).
+        """
         return self._natural
 
     @property
     def exp_dirichlet_component_(self):
-        """ndarray of shape (n_components, n_features): exp E[log beta]."""
+        """The exponential of E[log beta] under the fitted topics.
+
+        An ndarray of shape (n_components, n_features).
+        """
         return np.exp(_dirichlet_expectation(self.components_))
 
     @property
@@ -451,7 +456,7 @@ class SmoothedLDA(_OnlineLDA):
         The random state of the fit.
     n_features_in_ : int
         Number of features seen during ``fit``.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during ``fit``, when they are all strings.
 
     See Also

@@ -93,6 +93,26 @@ cdef inline floating _dot(
     return (s0 + s1) + (s2 + s3)
 
 
+cdef inline void _count_ratio(
+    const floating* block,
+    const floating* exp_theta,
+    const floating* counts,
+    floating* ratio,
+    Py_ssize_t n_words,
+    Py_ssize_t n_topics,
+    floating eps,
+) noexcept nogil:
+    """ratio_w = n_dw / (sum_k exp E[log theta_k] exp E[log beta_kw] + eps).
+
+    The words' sums are independent, so the processor overlaps them.
+    """
+    cdef Py_ssize_t j
+    for j in range(n_words):
+        ratio[j] = _dot(block + j * n_topics, exp_theta, n_topics)
+    for j in range(n_words):
+        ratio[j] = counts[j] / (ratio[j] + eps)
+
+
 def exp_dirichlet_expectation_columns(
     const floating[:, ::1] topic_word,
     const Py_ssize_t[::1] columns,
@@ -212,11 +232,12 @@ def infer_documents(
                 # Fig. 6): one pass over the block per iteration, each word's
                 # row used for its normaliser and then for the topic sum.
                 _exp_dirichlet_expectation(gamma, exp_theta, n_topics)
+                _count_ratio(block, exp_theta, &counts[begin], ratio, n_words, n_topics, eps)
                 for k in range(n_topics):
                     topic_sum[k] = 0
                 for j in range(n_words):
                     row = block + j * n_topics
-                    weight = counts[begin + j] / (_dot(row, exp_theta, n_topics) + eps)
+                    weight = ratio[j]
                     for k in range(n_topics):
                         topic_sum[k] += weight * row[k]
                 change = 0.0
@@ -229,9 +250,6 @@ def infer_documents(
                     break
             # exp E[log theta] and n_dw / norm_dw at the final gamma.
             _exp_dirichlet_expectation(gamma, exp_theta, n_topics)
-            for j in range(n_words):
-                ratio[j] = counts[begin + j] / (
-                    _dot(block + j * n_topics, exp_theta, n_topics) + eps
-                )
+            _count_ratio(block, exp_theta, &counts[begin], ratio, n_words, n_topics, eps)
         free(block)
     return n_iter

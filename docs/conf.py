@@ -1,0 +1,43 @@
+"""Sphinx configuration of the sklearn-svi documentation.
+
+Build with ``python -m sphinx -W --keep-going -b html docs docs/_build/html``
+from the repository root. The package must be importable (installed, e.g.
+``pip install -e .``), since autodoc reads the docstrings of the compiled
+package. The build needs no network access.
+"""
+
+import sklearn_svi
+
+# -- Project -------------------------------------------------------------------
+
+project = "sklearn-svi"
+author = "The sklearn-svi developers"
+copyright = "The sklearn-svi developers"
+version = sklearn_svi.__version__
+release = sklearn_svi.__version__
+
+# -- General -------------------------------------------------------------------
+
+# No sphinx.ext.intersphinx: it would download inventories at build time.
+# Names from scikit-learn, NumPy and SciPy are therefore left unlinked.
+extensions = [
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "sphinx.ext.mathjax",
+    "numpydoc",
+]
+
+exclude_patterns = ["_build"]
+root_doc = "index"
+
+# The API pages are written by autosummary into docs/generated/ (git-ignored).
+autosummary_generate = True
+
+# numpydoc: autosummary's class template already lists the members, so numpydoc
+# does not add its own member tables (which would describe them twice).
+numpydoc_show_class_members = False
+
+# -- HTML ----------------------------------------------------------------------
+
+html_theme = "alabaster"
+html_title = f"sklearn-svi {release}"
