@@ -8,12 +8,14 @@ q(z_dn) = Categorical(phi_dn). The global parameter lambda is the
 ``components_`` attribute, as in scikit-learn's LatentDirichletAllocation.
 """
 
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass
 from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from joblib import Parallel, delayed, effective_n_jobs
+from joblib import effective_n_jobs
 from scipy.special import gammaln, psi
 from sklearn.base import (
     BaseEstimator,
@@ -23,28 +25,28 @@ from sklearn.base import (
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, check_non_negative, validate_data
 
-from ._lda_fast import exp_dirichlet_expectation_columns, infer_documents
-from ._mechanisms import ColumnStatistic
+from ._lda_fast import exp_dirichlet_expectation_rows, infer_documents
+from ._mechanisms import SparseStatistic
 from ._online import OnlineUpdateMixin
 
 
 @dataclass(frozen=True)
 class _CompactDocuments:
-    """Documents in CSR form with their columns renumbered 0..n_columns-1.
+    """Documents in CSR form with their words renumbered 0..n_words-1.
 
     Attributes
     ----------
-    columns : ndarray of shape (n_columns,)
+    words : ndarray of shape (n_words,)
         The vocabulary indices present in the documents, sorted.
     indptr, indices : ndarray of intp
-        CSR structure; ``indices`` point into ``columns``.
+        CSR structure; ``indices`` point into ``words``.
     counts : ndarray
         The word counts, aligned with ``indices``.
     document_lengths : ndarray of shape (n_documents,)
         The number of words of each document.
     """
 
-    columns: np.ndarray
+    words: np.ndarray
     indptr: np.ndarray
     indices: np.ndarray
     counts: np.ndarray
@@ -54,11 +56,11 @@ class _CompactDocuments:
     def from_csr(cls, X):
         present = np.zeros(X.shape[1], dtype=bool)
         present[X.indices] = True
-        columns = np.flatnonzero(present)
+        words = np.flatnonzero(present)
         position = np.empty(X.shape[1], dtype=np.intp)
-        position[columns] = np.arange(columns.size)
+        position[words] = np.arange(words.size)
         return cls(
-            columns=columns,
+            words=words,
             indptr=X.indptr.astype(np.intp, copy=False),
             indices=position[X.indices],
             counts=X.data,
@@ -82,8 +84,8 @@ class _LocalFit:
         gamma, the variational Dirichlet parameters of the proportions.
     exp_doc_topic : ndarray of shape (n_documents, n_components)
         exp E[log theta] at gamma.
-    exp_word_topic : ndarray of shape (n_columns, n_components)
-        exp E[log beta] of the documents' columns.
+    exp_word_topic : ndarray of shape (n_words, n_components)
+        exp E[log beta] of the documents' words.
     count_ratio : ndarray of shape (nnz,)
         n_dw / sum_k exp(E[log theta_dk] + E[log beta_kw]).
     """
@@ -111,6 +113,32 @@ def _dirichlet_term(prior, parameters, n_categories):
         + np.sum(gammaln(parameters) - gammaln(prior))
         + np.sum(gammaln(prior * n_categories) - gammaln(parameters.sum(axis=1)))
     )
+
+
+def _run_chunks(pool, function, argument_lists):
+    """Call ``function`` on each argument list, on the thread ``pool`` if any."""
+    if pool is None:
+        for arguments in argument_lists:
+            function(*arguments)
+    else:
+        for future in [pool.submit(function, *arguments) for arguments in argument_lists]:
+            future.result()
+
+
+def _document_chunks(documents, n_threads):
+    """Ranges of documents with about equal numbers of non-zeros.
+
+    Several chunks per thread balance the load, as documents need different
+    numbers of fixed-point iterations.
+    """
+    if n_threads <= 1:
+        return [(0, documents.n_documents)]
+    n_chunks = min(4 * n_threads, documents.n_documents)
+    nnz_targets = np.linspace(0, documents.indptr[-1], n_chunks + 1)
+    bounds = np.searchsorted(documents.indptr, nnz_targets)
+    bounds[0], bounds[-1] = 0, documents.n_documents
+    bounds = np.unique(bounds)
+    return list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
 
 
 class _OnlineLDA(
@@ -175,9 +203,10 @@ class _OnlineLDA(
     # -- the model's part of the online update ------------------------------------
 
     def _initial_natural(self, X, random_state):
-        # Hoffman et al. (2013) and scikit-learn: lambda ~ Gamma(100, 1/100).
-        shape = (self.n_components, X.shape[1])
-        return random_state.gamma(100.0, 0.01, shape).astype(X.dtype, copy=False)
+        # Hoffman et al. (2013) and scikit-learn: lambda ~ Gamma(100, 1/100),
+        # drawn topic by topic as scikit-learn does and stored word by word.
+        topic_word = random_state.gamma(100.0, 0.01, (self.n_components, X.shape[1]))
+        return np.ascontiguousarray(topic_word.T, dtype=X.dtype)
 
     def _prior_natural(self):
         return self._eta
@@ -188,18 +217,47 @@ class _OnlineLDA(
         documents = local.documents
         ratio = sp.csr_matrix(
             (local.count_ratio, documents.indices, documents.indptr),
-            shape=(documents.n_documents, documents.columns.size),
+            shape=(documents.n_documents, documents.words.size),
         )
         # sum_d n_dw phi_dwk = exp E[log beta_kw] sum_d exp E[log theta_dk] n_dw / norm_dw
         statistic = ratio.T @ local.exp_doc_topic
         statistic *= local.exp_word_topic
         statistic /= documents.n_documents
-        return ColumnStatistic(documents.columns, np.ascontiguousarray(statistic.T))
+        return SparseStatistic(documents.words, statistic)
 
     def _local_step(self, X):
-        """Fit gamma for each document of X at the current lambda."""
+        """Fit gamma for each document of X at the current lambda.
+
+        With ``n_jobs`` threads, both exp E[log beta] and the documents'
+        fixed points are computed in chunks on a thread pool; every value is
+        computed the same way whichever thread runs it.
+        """
         documents = _CompactDocuments.from_csr(X)
-        exp_word_topic = self._exp_word_topic(documents.columns)
+        n_threads = min(effective_n_jobs(self.n_jobs), documents.n_documents)
+        with ThreadPoolExecutor(n_threads) if n_threads > 1 else nullcontext() as pool:
+            exp_word_topic = self._exp_word_topic(documents.words, pool, n_threads)
+            return self._infer_documents(documents, exp_word_topic, pool, n_threads)
+
+    def _exp_word_topic(self, words, pool, n_threads):
+        """exp E[log beta] for ``words``, one row per word.
+
+        Only the minibatch's words are computed: the digamma over all of
+        K x V costs as much as the local step on a small minibatch.
+        """
+        exp_word_topic = np.empty((words.size, self.n_components), dtype=self._natural.dtype)
+        topic_totals = self._natural.sum(axis=0, dtype=np.float64)
+        bounds = np.linspace(0, words.size, n_threads + 1).astype(np.intp)
+        _run_chunks(
+            pool,
+            exp_dirichlet_expectation_rows,
+            [
+                (self._natural, topic_totals, words[start:stop], exp_word_topic[start:stop])
+                for start, stop in zip(bounds[:-1], bounds[1:])
+            ],
+        )
+        return exp_word_topic
+
+    def _infer_documents(self, documents, exp_word_topic, pool, n_threads):
         n_documents = documents.n_documents
         dtype = exp_word_topic.dtype
         # The same deterministic start for every document, whichever thread
@@ -210,9 +268,7 @@ class _OnlineLDA(
         )[:, np.newaxis]
         exp_doc_topic = np.empty_like(doc_topic)
         count_ratio = np.empty_like(documents.counts)
-
-        run = delayed(infer_documents)
-        arguments = (
+        shared = (
             exp_word_topic,
             documents.indptr,
             documents.indices,
@@ -224,45 +280,12 @@ class _OnlineLDA(
             self.max_doc_update_iter,
             float(self.mean_change_tol),
         )
-        chunks = self._document_chunks(documents)
-        if len(chunks) == 1:
-            infer_documents(*arguments, *chunks[0])
-        else:
-            Parallel(n_jobs=self._n_threads(), backend="threading")(
-                run(*arguments, *chunk) for chunk in chunks
-            )
-        return _LocalFit(documents, doc_topic, exp_doc_topic, exp_word_topic, count_ratio)
-
-    def _n_threads(self):
-        return effective_n_jobs(self.n_jobs)
-
-    def _document_chunks(self, documents):
-        """Ranges of documents with about equal numbers of non-zeros.
-
-        Several chunks per thread balance the load, as documents need
-        different numbers of fixed-point iterations.
-        """
-        n_threads = min(self._n_threads(), documents.n_documents)
-        if n_threads <= 1:
-            return [(0, documents.n_documents)]
-        n_chunks = min(4 * n_threads, documents.n_documents)
-        nnz_targets = np.linspace(0, documents.indptr[-1], n_chunks + 1)
-        bounds = np.searchsorted(documents.indptr, nnz_targets)
-        bounds[0], bounds[-1] = 0, documents.n_documents
-        bounds = np.unique(bounds)
-        return list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
-
-    def _exp_word_topic(self, columns):
-        """exp E[log beta] for ``columns``, one row per column.
-
-        Only the minibatch's columns are computed: the digamma over all of
-        K x V costs as much as the local step on a small minibatch.
-        """
-        exp_word_topic = np.empty(
-            (columns.size, self.n_components), dtype=self._natural.dtype
+        _run_chunks(
+            pool,
+            infer_documents,
+            [(*shared, *chunk) for chunk in _document_chunks(documents, n_threads)],
         )
-        exp_dirichlet_expectation_columns(self._natural, columns, exp_word_topic)
-        return exp_word_topic
+        return _LocalFit(documents, doc_topic, exp_doc_topic, exp_word_topic, count_ratio)
 
     # -- scores ----------------------------------------------------------------------
 
@@ -280,7 +303,7 @@ class _OnlineLDA(
 
     def _topic_bound(self):
         """The topics' terms of the ELBO (Hoffman et al. 2013, eq. 31)."""
-        return _dirichlet_term(self._eta, self._natural, self._natural.shape[1])
+        return _dirichlet_term(self._eta, self.components_, self.components_.shape[1])
 
     def _evaluation_score(self, X):
         """Per-word bound of the documents' terms of the ELBO on ``X``."""
@@ -297,9 +320,10 @@ class _OnlineLDA(
     def components_(self):
         """The variational Dirichlet parameters lambda of the topics.
 
-        An ndarray of shape (n_components, n_features).
+        An ndarray of shape (n_components, n_features): a view of lambda,
+        which the model stores word by word.
         """
-        return self._natural
+        return self._natural.T
 
     @property
     def exp_dirichlet_component_(self):
@@ -311,7 +335,7 @@ class _OnlineLDA(
 
     @property
     def _n_features_out(self):
-        return self.components_.shape[0]
+        return self.n_components
 
     def transform(self, X):
         """Infer the topic proportions of documents.

@@ -113,40 +113,37 @@ cdef inline void _count_ratio(
         ratio[j] = counts[j] / (ratio[j] + eps)
 
 
-def exp_dirichlet_expectation_columns(
-    const floating[:, ::1] topic_word,
-    const Py_ssize_t[::1] columns,
+def exp_dirichlet_expectation_rows(
+    const floating[:, ::1] word_topic,
+    const double[::1] topic_totals,
+    const Py_ssize_t[::1] rows,
     floating[:, ::1] out,
 ):
-    """exp E[log beta_kw] for the given columns w of lambda.
+    """exp E[log beta_kw] for the given words w.
 
     Parameters
     ----------
-    topic_word : ndarray of shape (n_topics, n_features)
-        lambda, the Dirichlet parameters of the topics.
-    columns : ndarray of shape (n_columns,)
-        The columns w to evaluate.
-    out : ndarray of shape (n_columns, n_topics)
-        Output, one row per column:
-        exp(psi(lambda_kw) - psi(sum_v lambda_kv)).
+    word_topic : ndarray of shape (n_features, n_topics)
+        lambda, the Dirichlet parameters of the topics, one row per word.
+    topic_totals : ndarray of shape (n_topics,)
+        sum_v lambda_kv for each topic k.
+    rows : ndarray of shape (n_rows,)
+        The words w to evaluate.
+    out : ndarray of shape (n_rows, n_topics)
+        Output: exp(psi(lambda_kw)) / exp(psi(sum_v lambda_kv)).
     """
-    cdef Py_ssize_t n_topics = topic_word.shape[0]
-    cdef Py_ssize_t n_features = topic_word.shape[1]
-    cdef Py_ssize_t j, k, v
-    cdef double total
-    cdef double* row_scale = <double*> malloc(n_topics * sizeof(double))
-    if row_scale == NULL:
+    cdef Py_ssize_t n_topics = word_topic.shape[1]
+    cdef Py_ssize_t j, k
+    cdef double* topic_scale = <double*> malloc(n_topics * sizeof(double))
+    if topic_scale == NULL:
         raise MemoryError()
     with nogil:
         for k in range(n_topics):
-            total = 0.0
-            for v in range(n_features):
-                total += topic_word[k, v]
-            row_scale[k] = 1.0 / _exp_digamma(total)
-        for k in range(n_topics):
-            for j in range(columns.shape[0]):
-                out[j, k] = <floating> (_exp_digamma(topic_word[k, columns[j]]) * row_scale[k])
-    free(row_scale)
+            topic_scale[k] = 1.0 / _exp_digamma(topic_totals[k])
+        for j in range(rows.shape[0]):
+            for k in range(n_topics):
+                out[j, k] = <floating> (_exp_digamma(word_topic[rows[j], k]) * topic_scale[k])
+    free(topic_scale)
 
 
 def infer_documents(
@@ -167,9 +164,9 @@ def infer_documents(
 
     Parameters
     ----------
-    exp_word_topic : ndarray of shape (n_columns, n_topics)
-        exp E[log beta] for the columns present in the minibatch, one row
-        per column.
+    exp_word_topic : ndarray of shape (n_words, n_topics)
+        exp E[log beta] for the words present in the minibatch, one row
+        per word.
     indptr, indices, counts : ndarray
         CSR representation of the minibatch; ``indices`` index the rows of
         ``exp_word_topic``.

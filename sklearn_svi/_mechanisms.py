@@ -3,8 +3,8 @@
 Each mechanism changes one line of the stochastic variational inference
 update (see :class:`sklearn_svi._online.OnlineUpdateMixin`) and knows nothing
 about the model: it sees the global variational parameter lambda only as an
-array of shape (n_components, n_params) and minibatch statistics only as
-column blocks of such an array.
+array of shape (n_params, n_components) and minibatch statistics only as
+row blocks of such an array.
 """
 
 from collections import deque
@@ -14,24 +14,26 @@ import numpy as np
 
 
 @dataclass(frozen=True)
-class ColumnStatistic:
-    """A minibatch statistic that is non-zero only on some columns.
+class SparseStatistic:
+    """A minibatch statistic that is non-zero only on some rows.
+
+    For LDA a row is a word, and a minibatch touches only its own words.
 
     Parameters
     ----------
-    columns : ndarray of shape (n_columns,) or slice
-        Indices of the columns the statistic covers (``slice(None)`` for all).
-    block : ndarray of shape (n_components, n_columns)
-        The values on those columns.
+    rows : ndarray of shape (n_rows,) or slice
+        Indices of the rows the statistic covers (``slice(None)`` for all).
+    block : ndarray of shape (n_rows, n_components)
+        The values on those rows.
     """
 
-    columns: object
+    rows: object
     block: np.ndarray
 
     @property
     def nbytes(self):
         """Memory held by the statistic, in bytes."""
-        index_bytes = getattr(self.columns, "nbytes", 0)
+        index_bytes = getattr(self.rows, "nbytes", 0)
         return self.block.nbytes + index_bytes
 
 
@@ -44,9 +46,9 @@ class SmoothingWindow:
 
         sum_t = sum_{t-1} - S_{t-L} + S_t,
 
-    while the queued statistics are stored sparsely, as column blocks, so the
+    while the queued statistics are stored sparsely, as row blocks, so the
     window's memory grows with the words actually seen and not with
-    L x n_components x n_params. During warm-up, before L statistics have
+    L x n_params x n_components. During warm-up, before L statistics have
     arrived, the mean is taken over those stored.
 
     The oldest statistic is subtracted before the newest is added, so with
@@ -58,7 +60,7 @@ class SmoothingWindow:
     length : int
         Window length L.
     shape : tuple of int
-        Shape of the global parameter, (n_components, n_params).
+        Shape of the global parameter, (n_params, n_components).
     dtype : dtype
         Floating point type of the running sum.
     """
@@ -73,13 +75,13 @@ class SmoothingWindow:
 
         Parameters
         ----------
-        statistic : ColumnStatistic
+        statistic : SparseStatistic
             The minibatch statistic S_t.
         """
         if len(self.queue) == self.length:
             oldest = self.queue.popleft()
-            self.total[:, oldest.columns] -= oldest.block
-        self.total[:, statistic.columns] += statistic.block
+            self.total[oldest.rows] -= oldest.block
+        self.total[statistic.rows] += statistic.block
         self.queue.append(statistic)
 
     @property

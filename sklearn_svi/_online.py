@@ -30,9 +30,9 @@ class OnlineUpdateMixin:
 
     - ``_check_training_data(X, reset)``: validated training data;
     - ``_initial_natural(X, random_state)``: the initial lambda, an array of
-      shape (n_components, n_params);
+      shape (n_params, n_components);
     - ``_local_statistic(X)``: the minibatch mean statistic S_t as a
-      :class:`~sklearn_svi._mechanisms.ColumnStatistic`;
+      :class:`~sklearn_svi._mechanisms.SparseStatistic`;
     - ``_prior_natural()``: eta, broadcastable against lambda;
     - ``_evaluation_score(X)``: a score of X, higher is better, recorded in
       ``evaluation_history_``;

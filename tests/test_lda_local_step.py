@@ -58,7 +58,7 @@ def test_local_step_matches_reference(planted_corpus, tol, max_iter):
     assert_allclose(local.doc_topic, gamma_ref, rtol=1e-8)
     statistic = model._local_statistic(X)
     dense = np.zeros_like(model.components_)
-    dense[:, statistic.columns] = statistic.block * X.shape[0]
+    dense[:, statistic.rows] = statistic.block.T * X.shape[0]
     assert_allclose(dense, statistic_ref, rtol=1e-8, atol=1e-12)
 
 
@@ -67,7 +67,7 @@ def test_local_step_float32_close_to_float64(planted_corpus):
     model = fitted_model(X, mean_change_tol=1e-6)
     gamma64 = model._local_step(X.astype(np.float64)).doc_topic
     model32 = fitted_model(X, mean_change_tol=1e-6)
-    model32._natural = model.components_.astype(np.float32)
+    model32._natural = model._natural.astype(np.float32)
     local32 = model32._local_step(X.astype(np.float32))
     assert local32.doc_topic.dtype == np.float32
     assert_allclose(local32.doc_topic, gamma64, rtol=2e-3, atol=2e-3)

@@ -9,7 +9,7 @@ from sklearn.utils import gen_batches
 
 from sklearn_svi import SmoothedLDA, make_lda_corpus, match_topics
 from sklearn_svi._mechanisms import (
-    ColumnStatistic,
+    SparseStatistic,
     ConstantStepSize,
     RobbinsMonroStepSize,
     SmoothingWindow,
@@ -41,12 +41,12 @@ def dense_reference_run(X, L, **params):
         probe._natural = topic_word
         statistic = probe._local_statistic(X[batch])
         dense = np.zeros_like(topic_word)
-        dense[:, statistic.columns] = statistic.block
+        dense[statistic.rows] = statistic.block
         statistics.append(dense)
         smoothed = np.mean(statistics[-L:], axis=0)
         rho = (params["learning_offset"] + t) ** -params["learning_decay"]
         topic_word = (1 - rho) * topic_word + rho * (eta + params["total_samples"] * smoothed)
-    return topic_word
+    return topic_word.T
 
 
 def test_window_length_one_is_plain_svi_bit_for_bit(planted_corpus):
@@ -69,36 +69,36 @@ def test_smoothing_changes_the_result(planted_corpus):
     assert not np.allclose(plain.components_, smoothed.components_)
 
 
-def column_statistic(rng, n_rows, n_features, n_columns):
-    columns = np.sort(rng.choice(n_features, size=n_columns, replace=False))
-    return ColumnStatistic(columns, rng.random((n_rows, n_columns)))
+def sparse_statistic(rng, n_params, n_rows, n_components):
+    rows = np.sort(rng.choice(n_params, size=n_rows, replace=False))
+    return SparseStatistic(rows, rng.random((n_rows, n_components)))
 
 
 def test_window_warm_up_mean_and_running_sum():
     rng = np.random.default_rng(0)
-    window = SmoothingWindow(length=4, shape=(3, 30), dtype=np.float64)
+    window = SmoothingWindow(length=4, shape=(30, 3), dtype=np.float64)
     dense = []
     for t in range(1, 12):
-        statistic = column_statistic(rng, 3, 30, 7)
+        statistic = sparse_statistic(rng, 30, 7, 3)
         window.push(statistic)
-        full = np.zeros((3, 30))
-        full[:, statistic.columns] = statistic.block
+        full = np.zeros((30, 3))
+        full[statistic.rows] = statistic.block
         dense.append(full)
         assert window.count == min(t, 4)
         # During warm-up the mean is over the statistics stored so far. The
-        # running sum leaves rounding residue of order 1e-17 on columns that
+        # running sum leaves rounding residue of order 1e-17 on rows that
         # left the window.
         assert_allclose(
             window.total / window.count, np.mean(dense[-4:], axis=0), atol=1e-14
         )
 
 
-def test_window_memory_is_proportional_to_columns_seen():
+def test_window_memory_is_proportional_to_rows_seen():
     rng = np.random.default_rng(0)
-    window = SmoothingWindow(length=10, shape=(50, 10_000), dtype=np.float64)
+    window = SmoothingWindow(length=10, shape=(10_000, 50), dtype=np.float64)
     for _ in range(25):
-        window.push(column_statistic(rng, 50, 10_000, 100))
-    # 10 blocks of 50 x 100 values plus 100 column indices each.
+        window.push(sparse_statistic(rng, 10_000, 100, 50))
+    # 10 blocks of 100 x 50 values plus 100 row indices each.
     assert window.nbytes == 10 * (50 * 100 * 8 + 100 * 8)
     assert window.nbytes < 10 * 50 * 10_000 * 8 / 50
 
