@@ -25,7 +25,7 @@ from sklearn.base import (
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, check_non_negative, validate_data
 
-from ._lda_fast import exp_dirichlet_expectation_rows, infer_documents
+from . import _lda_fast
 from ._mechanisms import SparseStatistic
 from ._online import OnlineUpdateMixin
 
@@ -113,6 +113,20 @@ def _dirichlet_term(prior, parameters, n_categories):
         + np.sum(gammaln(parameters) - gammaln(prior))
         + np.sum(gammaln(prior * n_categories) - gammaln(parameters.sum(axis=1)))
     )
+
+
+def _select_kernel():
+    """The compiled local step for this processor: AVX2 and FMA if it has them."""
+    if _lda_fast.cpu_has_avx2_fma():
+        try:
+            from . import _lda_fast_avx2
+        except ImportError:  # not built on this platform
+            return _lda_fast
+        return _lda_fast_avx2
+    return _lda_fast
+
+
+_kernel = _select_kernel()
 
 
 def _run_chunks(pool, function, argument_lists):
@@ -249,7 +263,7 @@ class _OnlineLDA(
         bounds = np.linspace(0, words.size, n_threads + 1).astype(np.intp)
         _run_chunks(
             pool,
-            exp_dirichlet_expectation_rows,
+            _kernel.exp_dirichlet_expectation_rows,
             [
                 (self._natural, topic_totals, words[start:stop], exp_word_topic[start:stop])
                 for start, stop in zip(bounds[:-1], bounds[1:])
@@ -282,7 +296,7 @@ class _OnlineLDA(
         )
         _run_chunks(
             pool,
-            infer_documents,
+            _kernel.infer_documents,
             [(*shared, *chunk) for chunk in _document_chunks(documents, n_threads)],
         )
         return _LocalFit(documents, doc_topic, exp_doc_topic, exp_word_topic, count_ratio)

@@ -15,238 +15,34 @@ products with the document's K x n_words block of exp E[log beta]:
     gamma_dk = alpha + exp E[log theta_dk] sum_w (n_dw / norm_w) exp E[log beta_kw]
 
 The block is gathered once per document into a contiguous buffer, word by
-word, so it stays in cache for all iterations, and each iteration makes a
-single pass over it: a word's row gives its normaliser and, while it is still
-in the first-level cache, its contribution to the topic sum. The loops release the GIL: callers run disjoint
-ranges of documents on different threads.
+word, so it stays in cache for all iterations. Each iteration first forms the
+normalisers of all words, which are independent sums the processor overlaps,
+then accumulates the topic sums as vectorisable updates over topics. The
+loops release the GIL: callers run disjoint ranges of documents on different
+threads.
+
+This module is built for any processor of its architecture; _lda_fast_avx2
+is the same code built with AVX2 and FMA instructions.
 """
 
-from cython cimport floating
-from libc.float cimport DBL_EPSILON, FLT_EPSILON
-from libc.math cimport exp, fabs, log
-from libc.stdlib cimport free, malloc
+include "_lda_kernel.pxi"
 
 
-cdef inline double _exp_digamma(double x) noexcept nogil:
-    """exp(psi(x)) for x > 0, relative error below 2e-12.
-
-    Shifts x to y = x + n >= 6 with psi(x) = psi(y) - sum_{i<n} 1 / (x + i),
-    the sum formed as P'(x) / P(x) for P(x) = prod_{i<n} (x + i) so that it
-    costs one division, and uses the asymptotic series with Bernoulli numbers
-    up to B_12,
-
-        psi(y) = log y - 1/(2y) - sum_j B_2j / (2j y^2j),
-
-    so that exp(psi(x)) = y exp(-1/(2y) - sum_j B_2j / (2j y^2j) - P'/P)
-    needs one exponential and no logarithm.
+cdef extern from *:
     """
-    cdef double product = 1.0, derivative = 0.0
-    cdef double inv, inv2
-    while x < 6.0:
-        derivative = derivative * x + product
-        product *= x
-        x += 1.0
-    inv = 1.0 / x
-    inv2 = inv * inv
-    return x * exp(
-        -0.5 * inv - derivative / product
-        - inv2 * (1.0 / 12.0
-        - inv2 * (1.0 / 120.0
-        - inv2 * (1.0 / 252.0
-        - inv2 * (1.0 / 240.0
-        - inv2 * (1.0 / 132.0
-        - inv2 * (691.0 / 32760.0))))))
-    )
-
-
-def exp_digamma(double x):
-    """exp(psi(x)) as computed by the kernel (exposed for testing)."""
-    return _exp_digamma(x)
-
-
-cdef inline void _exp_dirichlet_expectation(
-    const floating* gamma, floating* out, Py_ssize_t n_topics
-) noexcept nogil:
-    """out_k = exp(E[log theta_k]) = exp(psi(gamma_k)) / exp(psi(sum_j gamma_j))."""
-    cdef Py_ssize_t k
-    cdef double total = 0.0
-    for k in range(n_topics):
-        total += gamma[k]
-    total = 1.0 / _exp_digamma(total)
-    for k in range(n_topics):
-        out[k] = <floating> (_exp_digamma(gamma[k]) * total)
-
-
-cdef inline floating _dot(
-    const floating* a, const floating* b, Py_ssize_t n
-) noexcept nogil:
-    """sum_i a_i b_i with four independent partial sums."""
-    cdef floating s0 = 0, s1 = 0, s2 = 0, s3 = 0
-    cdef Py_ssize_t i, n4 = n - n % 4
-    for i in range(0, n4, 4):
-        s0 += a[i] * b[i]
-        s1 += a[i + 1] * b[i + 1]
-        s2 += a[i + 2] * b[i + 2]
-        s3 += a[i + 3] * b[i + 3]
-    for i in range(n4, n):
-        s0 += a[i] * b[i]
-    return (s0 + s1) + (s2 + s3)
-
-
-cdef inline void _count_ratio(
-    const floating* block,
-    const floating* exp_theta,
-    const floating* counts,
-    floating* ratio,
-    Py_ssize_t n_words,
-    Py_ssize_t n_topics,
-    floating eps,
-) noexcept nogil:
-    """ratio_w = n_dw / (sum_k exp E[log theta_k] exp E[log beta_kw] + eps).
-
-    The words' sums are independent, so the processor overlaps them.
+    static int sklearn_svi_cpu_has_avx2_fma(void)
+    {
+    #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    #else
+        return 0;
+    #endif
+    }
     """
-    cdef Py_ssize_t j
-    for j in range(n_words):
-        ratio[j] = _dot(block + j * n_topics, exp_theta, n_topics)
-    for j in range(n_words):
-        ratio[j] = counts[j] / (ratio[j] + eps)
+    int sklearn_svi_cpu_has_avx2_fma()
 
 
-def exp_dirichlet_expectation_rows(
-    const floating[:, ::1] word_topic,
-    const double[::1] topic_totals,
-    const Py_ssize_t[::1] rows,
-    floating[:, ::1] out,
-):
-    """exp E[log beta_kw] for the given words w.
-
-    Parameters
-    ----------
-    word_topic : ndarray of shape (n_features, n_topics)
-        lambda, the Dirichlet parameters of the topics, one row per word.
-    topic_totals : ndarray of shape (n_topics,)
-        sum_v lambda_kv for each topic k.
-    rows : ndarray of shape (n_rows,)
-        The words w to evaluate.
-    out : ndarray of shape (n_rows, n_topics)
-        Output: exp(psi(lambda_kw)) / exp(psi(sum_v lambda_kv)).
-    """
-    cdef Py_ssize_t n_topics = word_topic.shape[1]
-    cdef Py_ssize_t j, k
-    cdef double* topic_scale = <double*> malloc(n_topics * sizeof(double))
-    if topic_scale == NULL:
-        raise MemoryError()
-    with nogil:
-        for k in range(n_topics):
-            topic_scale[k] = 1.0 / _exp_digamma(topic_totals[k])
-        for j in range(rows.shape[0]):
-            for k in range(n_topics):
-                out[j, k] = <floating> (_exp_digamma(word_topic[rows[j], k]) * topic_scale[k])
-    free(topic_scale)
-
-
-def infer_documents(
-    const floating[:, ::1] exp_word_topic,
-    const Py_ssize_t[::1] indptr,
-    const Py_ssize_t[::1] indices,
-    const floating[::1] counts,
-    floating[:, ::1] doc_topic,
-    floating[:, ::1] exp_doc_topic,
-    floating[::1] count_ratio,
-    double doc_topic_prior,
-    Py_ssize_t max_iter,
-    double mean_change_tol,
-    Py_ssize_t start,
-    Py_ssize_t stop,
-):
-    """Run the local fixed point for documents ``start`` to ``stop - 1``.
-
-    Parameters
-    ----------
-    exp_word_topic : ndarray of shape (n_words, n_topics)
-        exp E[log beta] for the words present in the minibatch, one row
-        per word.
-    indptr, indices, counts : ndarray
-        CSR representation of the minibatch; ``indices`` index the rows of
-        ``exp_word_topic``.
-    doc_topic : ndarray of shape (n_documents, n_topics)
-        On entry the initial gamma of each document; on exit the fixed point.
-    exp_doc_topic : ndarray of shape (n_documents, n_topics)
-        Output: exp E[log theta] at the final gamma.
-    count_ratio : ndarray of shape (nnz,)
-        Output: n_dw / norm_dw at the final gamma, aligned with ``counts``.
-    doc_topic_prior : float
-        alpha.
-    max_iter : int
-        Maximum number of fixed-point iterations per document.
-    mean_change_tol : float
-        Stop when the mean absolute change of gamma is below this value.
-    start, stop : int
-        The range of documents (rows) to process.
-
-    Returns
-    -------
-    n_iter : int
-        Total number of fixed-point iterations over the processed documents.
-    """
-    cdef Py_ssize_t n_topics = exp_word_topic.shape[1]
-    cdef Py_ssize_t d, j, k, it, begin, n_words, longest = 0
-    cdef Py_ssize_t n_iter = 0
-    cdef floating eps = FLT_EPSILON if floating is float else DBL_EPSILON
-    cdef floating alpha = <floating> doc_topic_prior
-    cdef floating updated, weight
-    cdef double change
-    cdef floating* block
-    cdef floating* topic_sum
-    cdef floating* gamma
-    cdef floating* exp_theta
-    cdef floating* ratio
-    cdef const floating* row
-
-    for d in range(start, stop):
-        longest = max(longest, indptr[d + 1] - indptr[d])
-
-    with nogil:
-        block = <floating*> malloc((longest * n_topics + n_topics) * sizeof(floating))
-        if block == NULL:
-            with gil:
-                raise MemoryError()
-        topic_sum = block + longest * n_topics
-        for d in range(start, stop):
-            begin = indptr[d]
-            n_words = indptr[d + 1] - begin
-            for j in range(n_words):
-                row = &exp_word_topic[indices[begin + j], 0]
-                for k in range(n_topics):
-                    block[j * n_topics + k] = row[k]
-            gamma = &doc_topic[d, 0]
-            exp_theta = &exp_doc_topic[d, 0]
-            ratio = &count_ratio[begin]
-
-            for it in range(max_iter):
-                # gamma_dk = alpha + sum_w n_dw phi_dwk (Hoffman et al. 2013,
-                # Fig. 6): one pass over the block per iteration, each word's
-                # row used for its normaliser and then for the topic sum.
-                _exp_dirichlet_expectation(gamma, exp_theta, n_topics)
-                _count_ratio(block, exp_theta, &counts[begin], ratio, n_words, n_topics, eps)
-                for k in range(n_topics):
-                    topic_sum[k] = 0
-                for j in range(n_words):
-                    row = block + j * n_topics
-                    weight = ratio[j]
-                    for k in range(n_topics):
-                        topic_sum[k] += weight * row[k]
-                change = 0.0
-                for k in range(n_topics):
-                    updated = alpha + exp_theta[k] * topic_sum[k]
-                    change += fabs(updated - gamma[k])
-                    gamma[k] = updated
-                n_iter += 1
-                if change / n_topics < mean_change_tol:
-                    break
-            # exp E[log theta] and n_dw / norm_dw at the final gamma.
-            _exp_dirichlet_expectation(gamma, exp_theta, n_topics)
-            _count_ratio(block, exp_theta, &counts[begin], ratio, n_words, n_topics, eps)
-        free(block)
-    return n_iter
+def cpu_has_avx2_fma():
+    """Whether this processor runs AVX2 and FMA instructions."""
+    return bool(sklearn_svi_cpu_has_avx2_fma())

@@ -7,8 +7,25 @@ from numpy.testing import assert_allclose, assert_array_equal
 from scipy.special import digamma
 from sklearn.decomposition import LatentDirichletAllocation
 
-from sklearn_svi import SmoothedLDA
-from sklearn_svi._lda_fast import exp_digamma
+import sklearn_svi._lda
+from sklearn_svi import SmoothedLDA, _lda_fast
+
+
+def compiled_kernels():
+    """The kernel built for any processor, and the AVX2 one where it runs."""
+    kernels = [pytest.param(_lda_fast, id="portable")]
+    if _lda_fast.cpu_has_avx2_fma():
+        from sklearn_svi import _lda_fast_avx2
+
+        kernels.append(pytest.param(_lda_fast_avx2, id="avx2"))
+    return kernels
+
+
+@pytest.fixture(params=compiled_kernels())
+def kernel(request, monkeypatch):
+    """Run the estimators with each compiled kernel this processor can run."""
+    monkeypatch.setattr(sklearn_svi._lda, "_kernel", request.param)
+    return request.param
 
 
 def reference_local_step(X, topic_word, alpha, max_iter, tol):
@@ -47,7 +64,7 @@ def fitted_model(X, dtype=np.float64, **params):
 
 
 @pytest.mark.parametrize("tol, max_iter", [(1e-3, 100), (1e-10, 1000), (0.0, 3)])
-def test_local_step_matches_reference(planted_corpus, tol, max_iter):
+def test_local_step_matches_reference(planted_corpus, kernel, tol, max_iter):
     X = planted_corpus[0].astype(np.float64)
     model = fitted_model(X, max_doc_update_iter=max_iter, mean_change_tol=tol)
     alpha = model.doc_topic_prior or 1 / model.n_components
@@ -62,7 +79,7 @@ def test_local_step_matches_reference(planted_corpus, tol, max_iter):
     assert_allclose(dense, statistic_ref, rtol=1e-8, atol=1e-12)
 
 
-def test_local_step_float32_close_to_float64(planted_corpus):
+def test_local_step_float32_close_to_float64(planted_corpus, kernel):
     X = planted_corpus[0]
     model = fitted_model(X, mean_change_tol=1e-6)
     gamma64 = model._local_step(X.astype(np.float64)).doc_topic
@@ -73,13 +90,13 @@ def test_local_step_float32_close_to_float64(planted_corpus):
     assert_allclose(local32.doc_topic, gamma64, rtol=2e-3, atol=2e-3)
 
 
-def test_exp_digamma_accuracy():
+def test_exp_digamma_accuracy(kernel):
     x = np.logspace(-2, 6, 2000)
-    computed = np.array([exp_digamma(value) for value in x])
+    computed = np.array([kernel.exp_digamma(value) for value in x])
     assert_allclose(computed, np.exp(digamma(x)), rtol=1e-11)
 
 
-def test_results_do_not_depend_on_n_jobs(planted_corpus):
+def test_results_do_not_depend_on_n_jobs(planted_corpus, kernel):
     X = planted_corpus[0]
     reference = fitted_model(X, n_jobs=1)
     for n_jobs in (2, 3, -1):
@@ -103,7 +120,7 @@ def test_bound_matches_scikit_learn_formula(planted_corpus):
     assert_allclose(model.perplexity(X), np.exp(-expected / n_words), rtol=1e-10)
 
 
-def test_empty_documents_get_prior_proportions(planted_corpus):
+def test_empty_documents_get_prior_proportions(planted_corpus, kernel):
     X = planted_corpus[0]
     model = fitted_model(X)
     X_with_empty = sp.vstack([X[:3], sp.csr_matrix((2, X.shape[1]), dtype=X.dtype)])
@@ -114,3 +131,12 @@ def test_empty_documents_get_prior_proportions(planted_corpus):
     # Empty documents in training are valid too and leave lambda finite.
     model.partial_fit(X_with_empty)
     assert np.all(np.isfinite(model.components_))
+
+
+def test_the_fastest_kernel_this_processor_runs_is_used():
+    from sklearn_svi._lda import _select_kernel
+
+    if _lda_fast.cpu_has_avx2_fma():
+        assert _select_kernel().__name__ == "sklearn_svi._lda_fast_avx2"
+    else:
+        assert _select_kernel() is _lda_fast

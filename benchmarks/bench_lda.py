@@ -1,0 +1,345 @@
+"""Speed and held-out fit of SmoothedLDA against scikit-learn's online LDA.
+
+Every model is fitted on the same 90% of the NewsArticles corpus with the
+same settings, epoch by epoch through ``partial_fit`` on the same shuffled
+order of the documents. Only the ``partial_fit`` calls are timed. After the
+last epoch, each model is scored on the other 10% by document completion:
+the per-word log predictive probability of one half of each held-out
+document given the other half.
+
+Run ``python benchmarks/bench_lda.py``; ``--quick`` is a short smoke test.
+"""
+
+import argparse
+import os
+import platform
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import scipy
+import scipy.sparse as sp
+import sklearn
+from sklearn.decomposition import LatentDirichletAllocation
+
+import sklearn_svi
+from corpus import load_counts
+from sklearn_svi import SmoothedLDA
+
+RESULTS_PATH = Path(__file__).resolve().parent / "results" / "lda_speed.rst"
+SEED = 0
+HELD_OUT_FRACTION = 0.1
+QUICK_EPOCHS = 2
+QUICK_DOCUMENTS = 1000
+REFERENCE = "scikit-learn online"
+
+
+@dataclass(frozen=True)
+class DocumentCompletion:
+    """Held-out documents split into an observed and a predicted half.
+
+    Attributes
+    ----------
+    observed : scipy.sparse.csr_matrix of shape (n_documents, n_features)
+        Counts of the observed half of each document's tokens.
+    predicted : scipy.sparse.csr_matrix of shape (n_documents, n_features)
+        Counts of the other half, whose probability is scored.
+    """
+
+    observed: sp.csr_matrix
+    predicted: sp.csr_matrix
+
+
+@dataclass(frozen=True)
+class Result:
+    """Measurements of one model.
+
+    Attributes
+    ----------
+    name : str
+        The model's label in the table.
+    seconds_per_epoch : float
+        Mean wall-clock time of one epoch of ``partial_fit``.
+    log_predictive : float
+        Held-out log predictive probability per word, in nats.
+    """
+
+    name: str
+    seconds_per_epoch: float
+    log_predictive: float
+
+
+def split_documents(X, fraction, rng):
+    """Split the rows of ``X`` at random into training and held-out rows.
+
+    Parameters
+    ----------
+    X : scipy.sparse.csr_matrix of shape (n_documents, n_features)
+        Document-word counts.
+    fraction : float
+        Fraction of the documents held out.
+    rng : numpy.random.Generator
+        Source of the random split.
+
+    Returns
+    -------
+    X_train, X_held_out : scipy.sparse.csr_matrix
+        The training and held-out documents.
+    """
+    order = rng.permutation(X.shape[0])
+    n_held_out = round(fraction * X.shape[0])
+    return X[np.sort(order[n_held_out:])], X[np.sort(order[:n_held_out])]
+
+
+def complete_documents(X, rng):
+    """Split each document's tokens at random into two halves.
+
+    The counts are expanded to one entry per token, the tokens of each
+    document are shuffled, and the first half (rounded down) is observed,
+    the rest predicted. Documents with fewer than two tokens are dropped.
+
+    Parameters
+    ----------
+    X : scipy.sparse.csr_matrix of shape (n_documents, n_features)
+        Document-word counts; the counts must be whole numbers.
+    rng : numpy.random.Generator
+        Source of the random split.
+
+    Returns
+    -------
+    completion : DocumentCompletion
+        The observed and predicted halves of the documents kept.
+    """
+    lengths = np.asarray(X.sum(axis=1)).ravel().astype(np.intp)
+    X = X[lengths >= 2]
+    lengths = lengths[lengths >= 2]
+    counts = X.data.astype(np.intp)
+    rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+    token_documents = np.repeat(rows, counts)
+    token_words = np.repeat(X.indices, counts)
+    # Sorting by document, then by a random key, shuffles within documents.
+    order = np.lexsort((rng.random(token_documents.size), token_documents))
+    token_words = token_words[order]
+    starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
+    rank = np.arange(token_words.size) - starts
+    observed = rank < np.repeat(lengths // 2, lengths)
+
+    def counts_of(tokens):
+        ones = np.ones(np.count_nonzero(tokens))
+        matrix = sp.coo_matrix(
+            (ones, (token_documents[tokens], token_words[tokens])), shape=X.shape
+        )
+        return matrix.tocsr()
+
+    return DocumentCompletion(counts_of(observed), counts_of(~observed))
+
+
+def log_predictive(model, completion):
+    """Held-out per-word log predictive probability by document completion.
+
+    Parameters
+    ----------
+    model : fitted LDA estimator
+        An estimator with ``transform`` returning normalised topic
+        proportions and ``components_`` of shape (n_topics, n_features).
+    completion : DocumentCompletion
+        The held-out documents.
+
+    Returns
+    -------
+    score : float
+        sum over predicted tokens of log(theta_d @ beta[:, w]), divided by
+        the number of predicted tokens, with theta_d inferred from the
+        observed half and beta the normalised ``components_``.
+    """
+    theta = model.transform(completion.observed)
+    beta = model.components_ / model.components_.sum(axis=1, keepdims=True)
+    predicted = completion.predicted.tocoo()
+    probability = np.einsum("ij,ij->i", theta[predicted.row], beta.T[predicted.col])
+    return float(predicted.data @ np.log(probability) / predicted.data.sum())
+
+
+def make_models(n_components, batch_size, n_train):
+    """The models compared, with identical settings.
+
+    Parameters
+    ----------
+    n_components : int
+        Number of topics K.
+    batch_size : int
+        Number of documents per minibatch.
+    n_train : int
+        Number of training documents, the ``total_samples`` of the updates.
+
+    Returns
+    -------
+    models : dict of str to estimator
+        Unfitted models by label, scikit-learn's first.
+    """
+    common = dict(
+        n_components=n_components,
+        batch_size=batch_size,
+        learning_offset=10.0,
+        learning_decay=0.7,
+        total_samples=n_train,
+        max_doc_update_iter=100,
+        mean_change_tol=1e-3,
+        random_state=SEED,
+    )
+    return {
+        REFERENCE: LatentDirichletAllocation(
+            learning_method="online", n_jobs=1, **common
+        ),
+        "SmoothedLDA L=1": SmoothedLDA(L=1, n_jobs=1, **common),
+        "SmoothedLDA L=10": SmoothedLDA(L=10, n_jobs=1, **common),
+        "SmoothedLDA L=1 n_jobs=2": SmoothedLDA(L=1, n_jobs=2, **common),
+    }
+
+
+def run_model(name, model, epochs, completion):
+    """Fit a model epoch by epoch and score it on the held-out documents.
+
+    Parameters
+    ----------
+    name : str
+        The model's label.
+    model : estimator
+        An unfitted model with ``partial_fit``.
+    epochs : list of scipy.sparse.csr_matrix
+        The shuffled training documents of each epoch.
+    completion : DocumentCompletion
+        The held-out documents.
+
+    Returns
+    -------
+    result : Result
+        The model's measurements.
+    """
+    seconds = []
+    for X_epoch in epochs:
+        start = time.perf_counter()
+        model.partial_fit(X_epoch)
+        seconds.append(time.perf_counter() - start)
+    return Result(name, float(np.mean(seconds)), log_predictive(model, completion))
+
+
+def format_table(results):
+    """The results as a reStructuredText simple table.
+
+    Parameters
+    ----------
+    results : list of Result
+        The measurements, scikit-learn's first.
+
+    Returns
+    -------
+    table : str
+        The table, also readable as plain text.
+    """
+    reference = results[0]
+    header = [
+        "Model",
+        "s/epoch",
+        "Speed-up",
+        "Log pred./word",
+        "Diff. (nats/word)",
+    ]
+    rows = [
+        [
+            result.name,
+            f"{result.seconds_per_epoch:.3f}",
+            f"{reference.seconds_per_epoch / result.seconds_per_epoch:.2f}",
+            f"{result.log_predictive:.4f}",
+            f"{result.log_predictive - reference.log_predictive:+.4f}",
+        ]
+        for result in results
+    ]
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    rule = "  ".join("=" * width for width in widths)
+
+    def line(cells):
+        first = cells[0].ljust(widths[0])
+        rest = [cell.rjust(width) for cell, width in zip(cells[1:], widths[1:])]
+        return "  ".join([first, *rest]).rstrip()
+
+    return "\n".join([rule, line(header), rule, *map(line, rows), rule])
+
+
+def main(argv=None):
+    """Run the benchmark and report its results.
+
+    Parameters
+    ----------
+    argv : list of str, default=None
+        Command-line arguments; None reads ``sys.argv``.
+    """
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--epochs", type=int, default=5, help="passes over the training documents"
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help=(
+            f"smoke test: {QUICK_EPOCHS} epochs on the first {QUICK_DOCUMENTS} "
+            f"training documents; {RESULTS_PATH.name} is not written"
+        ),
+    )
+    args = parser.parse_args(argv)
+    n_epochs = QUICK_EPOCHS if args.quick else args.epochs
+    n_components = 50
+    batch_size = 256
+
+    rng = np.random.default_rng(SEED)
+    X, vocabulary = load_counts()
+    X = X.astype(np.float64)
+    X_train, X_held_out = split_documents(X, HELD_OUT_FRACTION, rng)
+    if args.quick:
+        X_train = X_train[:QUICK_DOCUMENTS]
+    completion = complete_documents(X_held_out, rng)
+    n_train = X_train.shape[0]
+    epochs = [X_train[rng.permutation(n_train)] for _ in range(n_epochs)]
+
+    facts = [
+        f"Machine: {platform.machine()}, {os.cpu_count()} CPUs; Python "
+        f"{platform.python_version()}, numpy {np.__version__}, scipy "
+        f"{scipy.__version__}, scikit-learn {sklearn.__version__}, "
+        f"sklearn_svi {sklearn_svi.__version__}.",
+        f"Corpus: NewsArticles, {X.shape[0]} documents x {len(vocabulary)} words, "
+        f"{int(X.sum())} tokens; {n_train} training documents, "
+        f"{completion.observed.shape[0]} held-out documents "
+        f"({int(completion.predicted.sum())} predicted tokens).",
+        f"Settings: K={n_components}, batch_size={batch_size}, {n_epochs} epochs, "
+        "alpha=eta=1/K, learning_offset=10, learning_decay=0.7, "
+        "max_doc_update_iter=100, mean_change_tol=1e-3.",
+    ]
+    for fact in facts:
+        print(fact)
+    print()
+
+    results = []
+    for name, model in make_models(n_components, batch_size, n_train).items():
+        print(f"Fitting {name} ...", flush=True)
+        results.append(run_model(name, model, epochs, completion))
+    by_name = {result.name: result for result in results}
+    threads_speedup = (
+        by_name["SmoothedLDA L=1"].seconds_per_epoch
+        / by_name["SmoothedLDA L=1 n_jobs=2"].seconds_per_epoch
+    )
+    summary = f"SmoothedLDA L=1, n_jobs=2 vs n_jobs=1: speed-up {threads_speedup:.2f}."
+
+    table = format_table(results)
+    print()
+    print(table)
+    print()
+    print(summary)
+    if not args.quick:
+        RESULTS_PATH.parent.mkdir(parents=True, exist_ok=True)
+        facts_list = "\n".join(f"- {fact}" for fact in facts)
+        RESULTS_PATH.write_text("\n\n".join([facts_list, table, summary]) + "\n")
+        print(f"Wrote {RESULTS_PATH}")
+
+
+if __name__ == "__main__":
+    main()
