@@ -5,7 +5,10 @@ same settings, epoch by epoch through ``partial_fit`` on the same shuffled
 order of the documents. Only the ``partial_fit`` calls are timed. After the
 last epoch, each model is scored on the other 10% by document completion:
 the per-word log predictive probability of one half of each held-out
-document given the other half.
+document given the other half. The fits are repeated for several seeds (the
+initial topics and the order of the documents); the table shows the mean and
+the standard deviation over seeds. The memory of the smoothing window of
+``SmoothedLDA(L=10)`` is compared with a dense window of L x K x V values.
 
 Run ``python benchmarks/bench_lda.py``; ``--quick`` is a short smoke test.
 """
@@ -29,6 +32,7 @@ from sklearn_svi import SmoothedLDA
 
 RESULTS_PATH = Path(__file__).resolve().parent / "results" / "lda_speed.rst"
 SEED = 0
+N_SEEDS = 3
 HELD_OUT_FRACTION = 0.1
 QUICK_EPOCHS = 2
 QUICK_DOCUMENTS = 1000
@@ -53,21 +57,21 @@ class DocumentCompletion:
 
 @dataclass(frozen=True)
 class Result:
-    """Measurements of one model.
+    """Measurements of one model over the seeds.
 
     Attributes
     ----------
     name : str
         The model's label in the table.
-    seconds_per_epoch : float
-        Mean wall-clock time of one epoch of ``partial_fit``.
-    log_predictive : float
-        Held-out log predictive probability per word, in nats.
+    seconds_per_epoch : ndarray of shape (n_seeds,)
+        Mean wall-clock time of one epoch of ``partial_fit``, per seed.
+    log_predictive : ndarray of shape (n_seeds,)
+        Held-out log predictive probability per word, in nats, per seed.
     """
 
     name: str
-    seconds_per_epoch: float
-    log_predictive: float
+    seconds_per_epoch: np.ndarray
+    log_predictive: np.ndarray
 
 
 def split_documents(X, fraction, rng):
@@ -160,7 +164,7 @@ def log_predictive(model, completion):
     return float(predicted.data @ np.log(probability) / predicted.data.sum())
 
 
-def make_models(n_components, batch_size, n_train):
+def make_models(n_components, batch_size, n_train, seed):
     """The models compared, with identical settings.
 
     Parameters
@@ -171,6 +175,8 @@ def make_models(n_components, batch_size, n_train):
         Number of documents per minibatch.
     n_train : int
         Number of training documents, the ``total_samples`` of the updates.
+    seed : int
+        Seed of the initial topics, the same for every model.
 
     Returns
     -------
@@ -185,7 +191,7 @@ def make_models(n_components, batch_size, n_train):
         total_samples=n_train,
         max_doc_update_iter=100,
         mean_change_tol=1e-3,
-        random_state=SEED,
+        random_state=seed,
     )
     return {
         REFERENCE: LatentDirichletAllocation(
@@ -197,13 +203,11 @@ def make_models(n_components, batch_size, n_train):
     }
 
 
-def run_model(name, model, epochs, completion):
+def run_model(model, epochs, completion):
     """Fit a model epoch by epoch and score it on the held-out documents.
 
     Parameters
     ----------
-    name : str
-        The model's label.
     model : estimator
         An unfitted model with ``partial_fit``.
     epochs : list of scipy.sparse.csr_matrix
@@ -213,15 +217,37 @@ def run_model(name, model, epochs, completion):
 
     Returns
     -------
-    result : Result
-        The model's measurements.
+    seconds_per_epoch : float
+        Mean time of one epoch's ``partial_fit``.
+    log_predictive : float
+        Held-out per-word log predictive probability after the last epoch.
     """
     seconds = []
     for X_epoch in epochs:
         start = time.perf_counter()
         model.partial_fit(X_epoch)
         seconds.append(time.perf_counter() - start)
-    return Result(name, float(np.mean(seconds)), log_predictive(model, completion))
+    return float(np.mean(seconds)), log_predictive(model, completion)
+
+
+def window_memory(model):
+    """Bytes held by a fitted SmoothedLDA's window, and by a dense window.
+
+    Parameters
+    ----------
+    model : SmoothedLDA
+        A fitted model.
+
+    Returns
+    -------
+    sparse_bytes : int
+        The queued statistics as stored: word indices and blocks of the
+        words each minibatch contains.
+    dense_bytes : int
+        L x K x V values of the model's dtype.
+    """
+    dense_bytes = model.L * model.components_.size * model.components_.itemsize
+    return model._window.nbytes, dense_bytes
 
 
 def format_table(results):
@@ -230,7 +256,9 @@ def format_table(results):
     Parameters
     ----------
     results : list of Result
-        The measurements, scikit-learn's first.
+        The measurements, scikit-learn's first. Speed-ups and differences
+        are taken per seed, then averaged; ± is the standard deviation over
+        seeds.
 
     Returns
     -------
@@ -245,13 +273,17 @@ def format_table(results):
         "Log pred./word",
         "Diff. (nats/word)",
     ]
+
+    def spread(values, digits, sign=""):
+        return f"{np.mean(values):{sign}.{digits}f} ± {np.std(values):.{digits}f}"
+
     rows = [
         [
             result.name,
-            f"{result.seconds_per_epoch:.3f}",
-            f"{reference.seconds_per_epoch / result.seconds_per_epoch:.2f}",
-            f"{result.log_predictive:.4f}",
-            f"{result.log_predictive - reference.log_predictive:+.4f}",
+            spread(result.seconds_per_epoch, 2),
+            f"{np.mean(reference.seconds_per_epoch / result.seconds_per_epoch):.2f}",
+            spread(result.log_predictive, 4),
+            spread(result.log_predictive - reference.log_predictive, 4, "+"),
         ]
         for result in results
     ]
@@ -279,6 +311,9 @@ def main(argv=None):
         "--epochs", type=int, default=5, help="passes over the training documents"
     )
     parser.add_argument(
+        "--seeds", type=int, default=N_SEEDS, help="number of seeds (default 3)"
+    )
+    parser.add_argument(
         "--quick",
         action="store_true",
         help=(
@@ -288,6 +323,7 @@ def main(argv=None):
     )
     args = parser.parse_args(argv)
     n_epochs = QUICK_EPOCHS if args.quick else args.epochs
+    seeds = range(SEED, SEED + (1 if args.quick else args.seeds))
     n_components = 50
     batch_size = 256
 
@@ -299,7 +335,6 @@ def main(argv=None):
         X_train = X_train[:QUICK_DOCUMENTS]
     completion = complete_documents(X_held_out, rng)
     n_train = X_train.shape[0]
-    epochs = [X_train[rng.permutation(n_train)] for _ in range(n_epochs)]
 
     facts = [
         f"Machine: {platform.machine()}, {os.cpu_count()} CPUs; Python "
@@ -312,22 +347,36 @@ def main(argv=None):
         f"({int(completion.predicted.sum())} predicted tokens).",
         f"Settings: K={n_components}, batch_size={batch_size}, {n_epochs} epochs, "
         "alpha=eta=1/K, learning_offset=10, learning_decay=0.7, "
-        "max_doc_update_iter=100, mean_change_tol=1e-3.",
+        f"max_doc_update_iter=100, mean_change_tol=1e-3; {len(seeds)} seed(s).",
     ]
     for fact in facts:
         print(fact)
     print()
 
-    results = []
-    for name, model in make_models(n_components, batch_size, n_train).items():
-        print(f"Fitting {name} ...", flush=True)
-        results.append(run_model(name, model, epochs, completion))
+    measurements = {}
+    for seed in seeds:
+        order_rng = np.random.default_rng(seed)
+        epochs = [X_train[order_rng.permutation(n_train)] for _ in range(n_epochs)]
+        models = make_models(n_components, batch_size, n_train, seed)
+        for name, model in models.items():
+            print(f"Seed {seed}: fitting {name} ...", flush=True)
+            measurements.setdefault(name, []).append(run_model(model, epochs, completion))
+        sparse_bytes, dense_bytes = window_memory(models["SmoothedLDA L=10"])
+    results = [
+        Result(name, *map(np.array, zip(*values))) for name, values in measurements.items()
+    ]
     by_name = {result.name: result for result in results}
-    threads_speedup = (
+    threads_speedup = np.mean(
         by_name["SmoothedLDA L=1"].seconds_per_epoch
         / by_name["SmoothedLDA L=1 n_jobs=2"].seconds_per_epoch
     )
-    summary = f"SmoothedLDA L=1, n_jobs=2 vs n_jobs=1: speed-up {threads_speedup:.2f}."
+    summary = (
+        f"SmoothedLDA L=1, n_jobs=2 vs n_jobs=1: speed-up {threads_speedup:.2f}.\n\n"
+        f"Smoothing window of SmoothedLDA L=10 after the last epoch: "
+        f"{sparse_bytes / 2**20:.1f} MiB stored sparsely, against "
+        f"{dense_bytes / 2**20:.1f} MiB for L x K x V dense values "
+        f"({dense_bytes / sparse_bytes:.1f} times more)."
+    )
 
     table = format_table(results)
     print()

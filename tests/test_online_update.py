@@ -4,6 +4,8 @@ import pickle
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.utils import gen_batches
 
@@ -91,6 +93,32 @@ def test_window_warm_up_mean_and_running_sum():
         assert_allclose(
             window.total / window.count, np.mean(dense[-4:], axis=0), atol=1e-14
         )
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    length=st.integers(1, 6),
+    n_statistics=st.integers(1, 15),
+    n_params=st.integers(1, 12),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_window_mean_property(length, n_statistics, n_params, seed):
+    """Whatever the rows each statistic covers, the window holds the mean of
+    the last min(t, L) statistics and stores only their rows."""
+    rng = np.random.default_rng(seed)
+    window = SmoothingWindow(length=length, shape=(n_params, 2), dtype=np.float64)
+    dense = []
+    for _ in range(n_statistics):
+        statistic = sparse_statistic(rng, n_params, int(rng.integers(0, n_params + 1)), 2)
+        window.push(statistic)
+        full = np.zeros((n_params, 2))
+        full[statistic.rows] = statistic.block
+        dense.append(full)
+    kept = dense[-length:]
+    assert window.count == len(kept)
+    assert_allclose(window.total / window.count, np.mean(kept, axis=0), atol=1e-12)
+    stored_rows = sum(statistic.rows.size for statistic in window.queue)
+    assert window.nbytes == stored_rows * (2 * 8 + 8)
 
 
 def test_window_memory_is_proportional_to_rows_seen():
