@@ -8,7 +8,7 @@ the per-word log predictive probability of one half of each held-out
 document given the other half. The fits are repeated for several seeds (the
 initial topics and the order of the documents); the table shows the mean and
 the standard deviation over seeds. The memory of the smoothing window of
-``SmoothedLDA(L=10)`` is compared with a dense window of L x K x V values.
+``SmoothedLDA(L=10)`` is compared with dense storage of its statistics.
 
 Run ``python benchmarks/bench_lda.py``; ``--quick`` is a short smoke test.
 """
@@ -29,6 +29,7 @@ from sklearn.decomposition import LatentDirichletAllocation
 import sklearn_svi
 from corpus import load_counts
 from sklearn_svi import SmoothedLDA
+from tables import simple_table
 
 RESULTS_PATH = Path(__file__).resolve().parent / "results" / "lda_speed.rst"
 SEED = 0
@@ -244,9 +245,10 @@ def window_memory(model):
         The queued statistics as stored: word indices and blocks of the
         words each minibatch contains.
     dense_bytes : int
-        L x K x V values of the model's dtype.
+        The same statistics stored densely, K x V values of the model's
+        dtype for each.
     """
-    dense_bytes = model.L * model.components_.size * model.components_.itemsize
+    dense_bytes = model._window.count * model.components_.size * model.components_.itemsize
     return model._window.nbytes, dense_bytes
 
 
@@ -287,15 +289,7 @@ def format_table(results):
         ]
         for result in results
     ]
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-    rule = "  ".join("=" * width for width in widths)
-
-    def line(cells):
-        first = cells[0].ljust(widths[0])
-        rest = [cell.rjust(width) for cell, width in zip(cells[1:], widths[1:])]
-        return "  ".join([first, *rest]).rstrip()
-
-    return "\n".join([rule, line(header), rule, *map(line, rows), rule])
+    return simple_table(header, rows)
 
 
 def main(argv=None):
@@ -374,7 +368,7 @@ def main(argv=None):
         f"SmoothedLDA L=1, n_jobs=2 vs n_jobs=1: speed-up {threads_speedup:.2f}.\n\n"
         f"Smoothing window of SmoothedLDA L=10 after the last epoch: "
         f"{sparse_bytes / 2**20:.1f} MiB stored sparsely, against "
-        f"{dense_bytes / 2**20:.1f} MiB for L x K x V dense values "
+        f"{dense_bytes / 2**20:.1f} MiB for the same statistics stored densely "
         f"({dense_bytes / sparse_bytes:.1f} times more)."
     )
 

@@ -5,7 +5,8 @@ statistics. SmoothedLDA stores each as the indices of the words of its
 minibatch and a block of those words' values; a dense window would hold
 L x K x V values. This script fits SmoothedLDA for one pass on real corpora
 and reports the bytes the queued statistics take, measured on the fitted
-window, against the dense L x K x V, for several window lengths.
+window, against dense storage of the same statistics (K x V values each),
+for several window lengths.
 
 Run ``python benchmarks/bench_window_memory.py``.
 """
@@ -17,6 +18,7 @@ import numpy as np
 
 from corpus import load_counts
 from sklearn_svi import SmoothedLDA
+from tables import simple_table
 
 RESULTS_PATH = Path(__file__).resolve().parent / "results" / "window_memory.rst"
 CORPORA = ("NewsArticles", "healthtweets")
@@ -40,7 +42,10 @@ def measure(X, L):
     sparse_bytes : int
         Bytes of the queued statistics (word indices and blocks).
     dense_bytes : int
-        Bytes of L x K x V float64 values.
+        Bytes of the same statistics stored densely, K x V values each.
+    n_stored : int
+        Number of statistics in the window: L, or fewer if the pass had
+        fewer minibatches.
     mean_words : float
         Mean number of distinct words per minibatch in the window.
     """
@@ -52,9 +57,10 @@ def measure(X, L):
         random_state=0,
     ).partial_fit(X)
     window = model._window
-    dense_bytes = L * model.components_.size * model.components_.itemsize
+    n_stored = window.count
+    dense_bytes = n_stored * model.components_.size * model.components_.itemsize
     mean_words = np.mean([statistic.rows.size for statistic in window.queue])
-    return window.nbytes, dense_bytes, mean_words
+    return window.nbytes, dense_bytes, n_stored, mean_words
 
 
 def main(argv=None):
@@ -67,38 +73,33 @@ def main(argv=None):
     """
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.parse_args(argv)
-    header = ["Corpus", "V", "L", "Words/minibatch", "Sparse MiB", "Dense MiB", "Ratio"]
+    header = [
+        "Corpus", "V", "L", "Stored", "Words/minibatch", "Sparse MiB", "Dense MiB", "Ratio"
+    ]
     rows = []
     for name in CORPORA:
         X, vocabulary = load_counts(name)
         X = X.astype(np.float64)
         for L in WINDOW_LENGTHS:
             print(f"{name}: L={L} ...", flush=True)
-            sparse_bytes, dense_bytes, mean_words = measure(X, L)
+            sparse_bytes, dense_bytes, n_stored, mean_words = measure(X, L)
             rows.append(
                 [
                     name,
                     str(len(vocabulary)),
                     str(L),
+                    str(n_stored),
                     f"{mean_words:.0f}",
                     f"{sparse_bytes / 2**20:.1f}",
                     f"{dense_bytes / 2**20:.1f}",
                     f"{dense_bytes / sparse_bytes:.1f}",
                 ]
             )
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-    rule = "  ".join("=" * width for width in widths)
-
-    def line(cells):
-        return "  ".join(
-            cell.ljust(width) if i == 0 else cell.rjust(width)
-            for i, (cell, width) in enumerate(zip(cells, widths))
-        )
-
-    table = "\n".join([rule, line(header), rule, *map(line, rows), rule])
+    table = simple_table(header, rows)
     settings = (
         f"K={N_COMPONENTS}, batch_size={BATCH_SIZE}, float64, after one pass of "
-        "partial_fit; dense is L x K x V values."
+        "partial_fit. Stored: statistics in the window (L, or the number of "
+        "minibatches of the pass if smaller); dense: K x V values for each."
     )
     print()
     print(settings)

@@ -319,6 +319,10 @@ class _OnlineLDA(
         """The topics' terms of the ELBO (Hoffman et al. 2013, eq. 31)."""
         return _dirichlet_term(self._eta, self.components_, self.components_.shape[1])
 
+    def _bound(self, X):
+        """The ELBO of the documents X and the topics."""
+        return self._document_bound(self._local_step(X)) + self._topic_bound()
+
     def _evaluation_score(self, X):
         """Per-word bound of the documents' terms of the ELBO on ``X``."""
         local = self._local_step(X)
@@ -384,8 +388,7 @@ class _OnlineLDA(
         score : float
             The ELBO of the documents and the topics; higher is better.
         """
-        X = self._check_fitted_documents(X)
-        return float(self._document_bound(self._local_step(X)) + self._topic_bound())
+        return float(self._bound(self._check_fitted_documents(X)))
 
     def perplexity(self, X):
         """Perplexity, exp(-ELBO / number of words), as in scikit-learn.
@@ -401,8 +404,7 @@ class _OnlineLDA(
             Lower is better.
         """
         X = self._check_fitted_documents(X)
-        bound = self._document_bound(self._local_step(X)) + self._topic_bound()
-        return float(np.exp(-bound / X.sum()))
+        return float(np.exp(-self._bound(X) / X.sum()))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
