@@ -1,4 +1,4 @@
-"""Speed and held-out fit of SmoothedLDA against scikit-learn's online LDA.
+"""Speed and held-out fit of SmoothedLDA against scikit-learn's and gensim's online LDA.
 
 Every model is fitted on the same 90% of the NewsArticles corpus with the
 same settings, epoch by epoch through ``partial_fit`` on the same shuffled
@@ -24,7 +24,10 @@ import numpy as np
 import scipy
 import scipy.sparse as sp
 import sklearn
+from gensim.matutils import Sparse2Corpus
+from gensim.models import LdaModel
 from sklearn.decomposition import LatentDirichletAllocation
+from threadpoolctl import threadpool_limits
 
 import sklearn_svi
 from corpus import load_counts
@@ -165,7 +168,76 @@ def log_predictive(model, completion):
     return float(predicted.data @ np.log(probability) / predicted.data.sum())
 
 
-def make_models(n_components, batch_size, n_train, seed):
+class GensimOnlineLDA:
+    """gensim's online LdaModel behind the interface the script uses.
+
+    The settings are the closest gensim has to the others': minibatches
+    (``chunksize``) of ``batch_size``, an update after each (``update_every=1``),
+    step sizes ``(offset + t) ** -decay``, the same priors, iteration limit and
+    tolerance of the local step, no perplexity evaluation during training.
+    gensim scales the minibatch statistics to the number of documents seen so
+    far rather than to a fixed corpus size.
+
+    Parameters
+    ----------
+    n_components, batch_size, learning_offset, learning_decay, \
+    max_doc_update_iter, mean_change_tol : as for the other models
+    n_features : int
+        Vocabulary size.
+    random_state : int
+        Seed of the initial topics.
+    """
+
+    def __init__(
+        self,
+        n_components,
+        batch_size,
+        learning_offset,
+        learning_decay,
+        max_doc_update_iter,
+        mean_change_tol,
+        n_features,
+        random_state,
+    ):
+        self.model = LdaModel(
+            num_topics=n_components,
+            id2word={word: str(word) for word in range(n_features)},
+            chunksize=batch_size,
+            passes=1,
+            update_every=1,
+            alpha="symmetric",
+            eta=1.0 / n_components,
+            decay=learning_decay,
+            offset=learning_offset,
+            iterations=max_doc_update_iter,
+            gamma_threshold=mean_change_tol,
+            eval_every=None,
+            random_state=random_state,
+            dtype=np.float64,
+        )
+
+    @staticmethod
+    def prepare(X):
+        """The documents as gensim's bag-of-words lists (built before timing)."""
+        return list(Sparse2Corpus(X, documents_columns=False))
+
+    def partial_fit(self, corpus):
+        """One online pass over the prepared documents."""
+        self.model.update(corpus)
+        return self
+
+    def transform(self, X):
+        """Normalised topic proportions of the documents of ``X``."""
+        gamma, _ = self.model.inference(self.prepare(X))
+        return gamma / gamma.sum(axis=1, keepdims=True)
+
+    @property
+    def components_(self):
+        """The variational Dirichlet parameters of the topics."""
+        return self.model.state.get_lambda()
+
+
+def make_models(n_components, batch_size, n_train, n_features, seed):
     """The models compared, with identical settings.
 
     Parameters
@@ -176,6 +248,8 @@ def make_models(n_components, batch_size, n_train, seed):
         Number of documents per minibatch.
     n_train : int
         Number of training documents, the ``total_samples`` of the updates.
+    n_features : int
+        Vocabulary size.
     seed : int
         Seed of the initial topics, the same for every model.
 
@@ -201,6 +275,10 @@ def make_models(n_components, batch_size, n_train, seed):
         "SmoothedLDA L=1": SmoothedLDA(L=1, n_jobs=1, **common),
         "SmoothedLDA L=10": SmoothedLDA(L=10, n_jobs=1, **common),
         "SmoothedLDA L=1 n_jobs=2": SmoothedLDA(L=1, n_jobs=2, **common),
+        "gensim LdaModel online": GensimOnlineLDA(
+            n_features=n_features,
+            **{key: value for key, value in common.items() if key != "total_samples"},
+        ),
     }
 
 
@@ -225,8 +303,9 @@ def run_model(model, epochs, completion):
     """
     seconds = []
     for X_epoch in epochs:
+        data = model.prepare(X_epoch) if hasattr(model, "prepare") else X_epoch
         start = time.perf_counter()
-        model.partial_fit(X_epoch)
+        model.partial_fit(data)
         seconds.append(time.perf_counter() - start)
     return float(np.mean(seconds)), log_predictive(model, completion)
 
@@ -341,21 +420,27 @@ def main(argv=None):
         f"({int(completion.predicted.sum())} predicted tokens).",
         f"Settings: K={n_components}, batch_size={batch_size}, {n_epochs} epochs, "
         "alpha=eta=1/K, learning_offset=10, learning_decay=0.7, "
-        f"max_doc_update_iter=100, mean_change_tol=1e-3; {len(seeds)} seed(s).",
+        f"max_doc_update_iter=100, mean_change_tol=1e-3; {len(seeds)} seed(s); "
+        "BLAS limited to one thread.",
     ]
     for fact in facts:
         print(fact)
     print()
 
     measurements = {}
-    for seed in seeds:
-        order_rng = np.random.default_rng(seed)
-        epochs = [X_train[order_rng.permutation(n_train)] for _ in range(n_epochs)]
-        models = make_models(n_components, batch_size, n_train, seed)
-        for name, model in models.items():
-            print(f"Seed {seed}: fitting {name} ...", flush=True)
-            measurements.setdefault(name, []).append(run_model(model, epochs, completion))
-        sparse_bytes, dense_bytes = window_memory(models["SmoothedLDA L=10"])
+    # scikit-learn and gensim call BLAS for small products; one BLAS thread
+    # keeps every model single-threaded unless it says otherwise.
+    with threadpool_limits(limits=1, user_api="blas"):
+        for seed in seeds:
+            order_rng = np.random.default_rng(seed)
+            epochs = [X_train[order_rng.permutation(n_train)] for _ in range(n_epochs)]
+            models = make_models(n_components, batch_size, n_train, X.shape[1], seed)
+            for name, model in models.items():
+                print(f"Seed {seed}: fitting {name} ...", flush=True)
+                measurements.setdefault(name, []).append(
+                    run_model(model, epochs, completion)
+                )
+            sparse_bytes, dense_bytes = window_memory(models["SmoothedLDA L=10"])
     results = [
         Result(name, *map(np.array, zip(*values))) for name, values in measurements.items()
     ]

@@ -230,3 +230,27 @@ def test_no_evaluation_by_default(planted_corpus):
     model = SmoothedLDA(**dict(PARAMS, max_iter=3)).fit(planted_corpus[0])
     assert model.evaluation_history_["score"] == []
     assert model.n_iter_ == 3
+
+
+def test_smoothing_divides_the_variance_by_about_L(planted_corpus):
+    """With lambda held fixed, the window mean of L independent minibatch
+    statistics has 1/L of the variance of one statistic (Mandt & Blei 2014,
+    Sec. 3)."""
+    X = planted_corpus[0].astype(np.float64)
+    model = SmoothedLDA(**PARAMS).partial_fit(X[:100])
+    rng = np.random.default_rng(0)
+    L, n_draws = 5, 400
+    window = SmoothingWindow(L, model._natural.shape, np.float64)
+    single, smoothed = [], []
+    for t in range(n_draws):
+        statistic = model._local_statistic(X[rng.choice(X.shape[0], size=10)])
+        window.push(statistic)
+        dense = np.zeros(model._natural.shape)
+        dense[statistic.rows] = statistic.block
+        single.append(dense)
+        if t >= L - 1:
+            smoothed.append(window.total / window.count)
+    ratio = np.var(smoothed, axis=0).sum() / np.var(single, axis=0).sum()
+    # Summed over all coordinates, the estimate is within a few percent of
+    # 1/L; the interval leaves room for the overlap of successive windows.
+    assert 0.8 / L < ratio < 1.2 / L, ratio
