@@ -15,8 +15,10 @@ def _fit(L, X_train, X_test, seed):
     model = SmoothedLDA(
         n_components=N_TOPICS,
         L=L,
-        batch_size=128,
+        batch_size=256,
         max_iter=10,
+        learning_offset=1.0,
+        learning_decay=0.5,
         random_state=seed,
     )
     start = time.perf_counter()
