@@ -90,6 +90,16 @@ def test_local_step_float32_close_to_float64(planted_corpus, kernel):
     assert_allclose(local32.doc_topic, gamma64, rtol=2e-3, atol=2e-3)
 
 
+def test_fast_exp_accuracy(kernel):
+    rng = np.random.default_rng(0)
+    a = np.concatenate([np.linspace(-708, 709, 20001), rng.uniform(-60, 5, 20000)])
+    computed = np.array([kernel.fast_exp(value) for value in a])
+    assert_allclose(computed, np.exp(a), rtol=4e-16, atol=0)
+    # Arguments beyond the range are clamped to it, never inf, NaN or 0.
+    assert kernel.fast_exp(-1e4) == kernel.fast_exp(-708.0) > 0
+    assert kernel.fast_exp(1e4) == kernel.fast_exp(709.0) < np.inf
+
+
 def test_exp_digamma_accuracy(kernel):
     x = np.logspace(-2, 6, 2000)
     computed = np.array([kernel.exp_digamma(value) for value in x])
