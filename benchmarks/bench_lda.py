@@ -30,8 +30,9 @@ from sklearn.decomposition import LatentDirichletAllocation
 from threadpoolctl import threadpool_limits
 
 import sklearn_svi
-from corpus import load_counts
 from sklearn_svi import SmoothedLDA
+
+from corpus import load_counts
 from tables import simple_table
 
 RESULTS_PATH = Path(__file__).resolve().parent / "results" / "lda_speed.rst"
@@ -327,7 +328,9 @@ def window_memory(model):
         The same statistics stored densely, K x V values of the model's
         dtype for each.
     """
-    dense_bytes = model._window.count * model.components_.size * model.components_.itemsize
+    dense_bytes = (
+        model._window.count * model.components_.size * model.components_.itemsize
+    )
     return model._window.nbytes, dense_bytes
 
 
@@ -442,7 +445,8 @@ def main(argv=None):
                 )
             sparse_bytes, dense_bytes = window_memory(models["SmoothedLDA L=10"])
     results = [
-        Result(name, *map(np.array, zip(*values))) for name, values in measurements.items()
+        Result(name, *map(np.array, zip(*values)))
+        for name, values in measurements.items()
     ]
     by_name = {result.name: result for result in results}
     threads_speedup = np.mean(

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-from corpus import load_counts
 from sklearn_svi import SmoothedLDA
+
+from corpus import load_counts
 from tables import simple_table
 
 RESULTS_PATH = Path(__file__).resolve().parent / "results" / "window_memory.rst"
@@ -74,7 +75,14 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.parse_args(argv)
     header = [
-        "Corpus", "V", "L", "Stored", "Words/minibatch", "Sparse MiB", "Dense MiB", "Ratio"
+        "Corpus",
+        "V",
+        "L",
+        "Stored",
+        "Words/minibatch",
+        "Sparse MiB",
+        "Dense MiB",
+        "Ratio",
     ]
     rows = []
     for name in CORPORA:

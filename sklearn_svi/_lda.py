@@ -135,7 +135,9 @@ def _run_chunks(pool, function, argument_lists):
         for arguments in argument_lists:
             function(*arguments)
     else:
-        for future in [pool.submit(function, *arguments) for arguments in argument_lists]:
+        for future in [
+            pool.submit(function, *arguments) for arguments in argument_lists
+        ]:
             future.result()
 
 
@@ -233,7 +235,8 @@ class _OnlineLDA(
             (local.count_ratio, documents.indices, documents.indptr),
             shape=(documents.n_documents, documents.words.size),
         )
-        # sum_d n_dw phi_dwk = exp E[log beta_kw] sum_d exp E[log theta_dk] n_dw / norm_dw
+        # sum_d n_dw phi_dwk
+        #     = exp E[log beta_kw] sum_d exp E[log theta_dk] n_dw / norm_dw
         statistic = ratio.T @ local.exp_doc_topic
         statistic *= local.exp_word_topic
         statistic /= documents.n_documents
@@ -258,14 +261,21 @@ class _OnlineLDA(
         Only the minibatch's words are computed: the digamma over all of
         K x V costs as much as the local step on a small minibatch.
         """
-        exp_word_topic = np.empty((words.size, self.n_components), dtype=self._natural.dtype)
+        exp_word_topic = np.empty(
+            (words.size, self.n_components), dtype=self._natural.dtype
+        )
         topic_totals = self._natural.sum(axis=0, dtype=np.float64)
         bounds = np.linspace(0, words.size, n_threads + 1).astype(np.intp)
         _run_chunks(
             pool,
             _kernel.exp_dirichlet_expectation_rows,
             [
-                (self._natural, topic_totals, words[start:stop], exp_word_topic[start:stop])
+                (
+                    self._natural,
+                    topic_totals,
+                    words[start:stop],
+                    exp_word_topic[start:stop],
+                )
                 for start, stop in zip(bounds[:-1], bounds[1:])
             ],
         )
@@ -277,9 +287,9 @@ class _OnlineLDA(
         # The same deterministic start for every document, whichever thread
         # runs it: gamma_dk = alpha + n_d / K, the fixed point's total mass.
         doc_topic = np.empty((n_documents, self.n_components), dtype=dtype)
-        doc_topic[:] = (
-            self._alpha + documents.document_lengths / self.n_components
-        )[:, np.newaxis]
+        doc_topic[:] = (self._alpha + documents.document_lengths / self.n_components)[
+            :, np.newaxis
+        ]
         exp_doc_topic = np.empty_like(doc_topic)
         count_ratio = np.empty_like(documents.counts)
         shared = (
@@ -299,7 +309,9 @@ class _OnlineLDA(
             _kernel.infer_documents,
             [(*shared, *chunk) for chunk in _document_chunks(documents, n_threads)],
         )
-        return _LocalFit(documents, doc_topic, exp_doc_topic, exp_word_topic, count_ratio)
+        return _LocalFit(
+            documents, doc_topic, exp_doc_topic, exp_word_topic, count_ratio
+        )
 
     # -- scores ----------------------------------------------------------------------
 

@@ -15,7 +15,6 @@ local step, the prior eta, and what to show the user.
 
 from numbers import Integral, Real
 
-import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils import check_random_state, gen_batches
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -79,7 +78,11 @@ class OnlineUpdateMixin:
         self.n_batch_iter_ = 0
         self.n_iter_ = 0
         self.n_samples_seen_ = 0
-        self.evaluation_history_ = {"n_batch_iter": [], "n_samples_seen": [], "score": []}
+        self.evaluation_history_ = {
+            "n_batch_iter": [],
+            "n_samples_seen": [],
+            "score": [],
+        }
 
     def _online_step(self, X_batch, n_total, X_val):
         """One SVI update from the minibatch ``X_batch``."""

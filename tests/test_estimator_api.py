@@ -67,8 +67,7 @@ def planted_texts(n_documents, seed):
         random_state=seed,
     )
     texts = [
-        " ".join(np.repeat([f"w{i:02d}" for i in row.indices], row.data))
-        for row in X
+        " ".join(np.repeat([f"w{i:02d}" for i in row.indices], row.data)) for row in X
     ]
     return texts, doc_topic.argmax(axis=1)
 
@@ -81,8 +80,12 @@ def test_pipeline_with_vectorizer_and_classifier():
             (
                 "topics",
                 SmoothedLDA(
-                    n_components=3, max_iter=10, batch_size=20, learning_offset=1.0,
-                    learning_decay=0.5, random_state=0,
+                    n_components=3,
+                    max_iter=10,
+                    batch_size=20,
+                    learning_offset=1.0,
+                    learning_decay=0.5,
+                    random_state=0,
                 ),
             ),
             ("classifier", LogisticRegression()),
@@ -177,7 +180,9 @@ def bad_inputs(X):
     }
 
 
-@pytest.mark.parametrize("case", ["negative", "nan", "inf", "wrong n_features", "empty", "strings"])
+@pytest.mark.parametrize(
+    "case", ["negative", "nan", "inf", "wrong n_features", "empty", "strings"]
+)
 def test_bad_input_raises_and_leaves_the_model_unchanged(planted_corpus, case):
     X = planted_corpus[0]
     model = SmoothedLDA(n_components=4, L=3, max_iter=1, random_state=0).fit(X)

@@ -59,7 +59,9 @@ def reference_local_step(X, topic_word, alpha, max_iter, tol):
 
 
 def fitted_model(X, dtype=np.float64, **params):
-    model = SmoothedLDA(n_components=4, max_iter=2, batch_size=64, random_state=0, **params)
+    model = SmoothedLDA(
+        n_components=4, max_iter=2, batch_size=64, random_state=0, **params
+    )
     return model.fit(X.astype(dtype))
 
 

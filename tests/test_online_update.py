@@ -11,10 +11,10 @@ from sklearn.utils import gen_batches
 
 from sklearn_svi import SmoothedLDA, make_lda_corpus, match_topics
 from sklearn_svi._mechanisms import (
-    SparseStatistic,
     ConstantStepSize,
     RobbinsMonroStepSize,
     SmoothingWindow,
+    SparseStatistic,
 )
 
 PARAMS = dict(
@@ -47,7 +47,9 @@ def dense_reference_run(X, L, **params):
         statistics.append(dense)
         smoothed = np.mean(statistics[-L:], axis=0)
         rho = (params["learning_offset"] + t) ** -params["learning_decay"]
-        topic_word = (1 - rho) * topic_word + rho * (eta + params["total_samples"] * smoothed)
+        topic_word = (1 - rho) * topic_word + rho * (
+            eta + params["total_samples"] * smoothed
+        )
     return topic_word.T
 
 
@@ -109,7 +111,9 @@ def test_window_mean_property(length, n_statistics, n_params, seed):
     window = SmoothingWindow(length=length, shape=(n_params, 2), dtype=np.float64)
     dense = []
     for _ in range(n_statistics):
-        statistic = sparse_statistic(rng, n_params, int(rng.integers(0, n_params + 1)), 2)
+        statistic = sparse_statistic(
+            rng, n_params, int(rng.integers(0, n_params + 1)), 2
+        )
         window.push(statistic)
         full = np.zeros((n_params, 2))
         full[statistic.rows] = statistic.block
@@ -199,8 +203,13 @@ def test_recovers_planted_topics(L, seed):
         random_state=seed,
     )
     model = SmoothedLDA(
-        n_components=4, L=L, batch_size=20, max_iter=10, learning_offset=1.0,
-        learning_decay=0.5, random_state=seed,
+        n_components=4,
+        L=L,
+        batch_size=20,
+        max_iter=10,
+        learning_offset=1.0,
+        learning_decay=0.5,
+        random_state=seed,
     ).fit(X)
     overlap = match_topics(model.components_, topics)[2]
     assert overlap.min() > 0.95, overlap
