@@ -8,14 +8,11 @@ q(z_dn) = Categorical(phi_dn). The global parameter lambda is the
 ``components_`` attribute, as in scikit-learn's LatentDirichletAllocation.
 """
 
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import nullcontext
 from dataclasses import dataclass
 from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from joblib import effective_n_jobs
 from scipy.special import gammaln, psi
 from sklearn.base import (
     BaseEstimator,
@@ -28,6 +25,7 @@ from sklearn.utils.validation import check_is_fitted, check_non_negative, valida
 from . import _lda_fast
 from ._mechanisms import SparseStatistic
 from ._online import OnlineUpdateMixin
+from ._threads import thread_workers
 
 
 @dataclass(frozen=True)
@@ -129,18 +127,6 @@ def _select_kernel():
 _kernel = _select_kernel()
 
 
-def _run_chunks(pool, function, argument_lists):
-    """Call ``function`` on each argument list, on the thread ``pool`` if any."""
-    if pool is None:
-        for arguments in argument_lists:
-            function(*arguments)
-    else:
-        for future in [
-            pool.submit(function, *arguments) for arguments in argument_lists
-        ]:
-            future.result()
-
-
 def _document_chunks(documents, n_threads):
     """Ranges of documents with about equal numbers of non-zeros.
 
@@ -227,35 +213,45 @@ class _OnlineLDA(
     def _prior_natural(self):
         return self._eta
 
-    def _local_statistic(self, X):
+    def _local_statistic(self, X, workers):
         """Minibatch mean of n_dw phi_dwk on the minibatch's words (eq. 28)."""
-        local = self._local_step(X)
+        local = self._local_step(X, workers)
         documents = local.documents
-        ratio = sp.csr_matrix(
+        by_word = sp.csr_matrix(
             (local.count_ratio, documents.indices, documents.indptr),
             shape=(documents.n_documents, documents.words.size),
+        ).tocsc()
+        statistic = np.empty_like(local.exp_word_topic)
+        shared = (
+            by_word.indptr.astype(np.intp, copy=False),
+            by_word.indices.astype(np.intp, copy=False),
+            by_word.data,
+            local.exp_doc_topic,
+            local.exp_word_topic,
+            statistic,
+            1.0 / documents.n_documents,
         )
-        # sum_d n_dw phi_dwk
-        #     = exp E[log beta_kw] sum_d exp E[log theta_dk] n_dw / norm_dw
-        statistic = ratio.T @ local.exp_doc_topic
-        statistic *= local.exp_word_topic
-        statistic /= documents.n_documents
+        workers.run(
+            _kernel.word_topic_statistic,
+            [
+                (*shared, span.start, span.stop)
+                for span in workers.row_blocks(documents.words.size)
+            ],
+        )
         return SparseStatistic(documents.words, statistic)
 
-    def _local_step(self, X):
+    def _local_step(self, X, workers):
         """Fit gamma for each document of X at the current lambda.
 
-        With ``n_jobs`` threads, both exp E[log beta] and the documents'
-        fixed points are computed in chunks on a thread pool; every value is
-        computed the same way whichever thread runs it.
+        On ``workers``, both exp E[log beta] and the documents' fixed points
+        are computed in chunks; every value is computed the same way
+        whichever thread runs it.
         """
         documents = _CompactDocuments.from_csr(X)
-        n_threads = min(effective_n_jobs(self.n_jobs), documents.n_documents)
-        with ThreadPoolExecutor(n_threads) if n_threads > 1 else nullcontext() as pool:
-            exp_word_topic = self._exp_word_topic(documents.words, pool, n_threads)
-            return self._infer_documents(documents, exp_word_topic, pool, n_threads)
+        exp_word_topic = self._exp_word_topic(documents.words, workers)
+        return self._infer_documents(documents, exp_word_topic, workers)
 
-    def _exp_word_topic(self, words, pool, n_threads):
+    def _exp_word_topic(self, words, workers):
         """exp E[log beta] for ``words``, one row per word.
 
         Only the minibatch's words are computed: the digamma over all of
@@ -265,23 +261,16 @@ class _OnlineLDA(
             (words.size, self.n_components), dtype=self._natural.dtype
         )
         topic_totals = self._natural.sum(axis=0, dtype=np.float64)
-        bounds = np.linspace(0, words.size, n_threads + 1).astype(np.intp)
-        _run_chunks(
-            pool,
+        workers.run(
             _kernel.exp_dirichlet_expectation_rows,
             [
-                (
-                    self._natural,
-                    topic_totals,
-                    words[start:stop],
-                    exp_word_topic[start:stop],
-                )
-                for start, stop in zip(bounds[:-1], bounds[1:])
+                (self._natural, topic_totals, words[span], exp_word_topic[span])
+                for span in workers.row_blocks(words.size)
             ],
         )
         return exp_word_topic
 
-    def _infer_documents(self, documents, exp_word_topic, pool, n_threads):
+    def _infer_documents(self, documents, exp_word_topic, workers):
         n_documents = documents.n_documents
         dtype = exp_word_topic.dtype
         # The same deterministic start for every document, whichever thread
@@ -304,10 +293,12 @@ class _OnlineLDA(
             self.max_doc_update_iter,
             float(self.mean_change_tol),
         )
-        _run_chunks(
-            pool,
+        workers.run(
             _kernel.infer_documents,
-            [(*shared, *chunk) for chunk in _document_chunks(documents, n_threads)],
+            [
+                (*shared, *chunk)
+                for chunk in _document_chunks(documents, workers.n_threads)
+            ],
         )
         return _LocalFit(
             documents, doc_topic, exp_doc_topic, exp_word_topic, count_ratio
@@ -331,13 +322,18 @@ class _OnlineLDA(
         """The topics' terms of the ELBO (Hoffman et al. 2013, eq. 31)."""
         return _dirichlet_term(self._eta, self.components_, self.components_.shape[1])
 
+    def _infer(self, X):
+        """The local step on X with the estimator's own threads."""
+        with thread_workers(self.n_jobs) as workers:
+            return self._local_step(X, workers)
+
     def _bound(self, X):
         """The ELBO of the documents X and the topics."""
-        return self._document_bound(self._local_step(X)) + self._topic_bound()
+        return self._document_bound(self._infer(X)) + self._topic_bound()
 
-    def _evaluation_score(self, X):
+    def _evaluation_score(self, X, workers):
         """Per-word bound of the documents' terms of the ELBO on ``X``."""
-        local = self._local_step(X)
+        local = self._local_step(X, workers)
         return self._document_bound(local) / max(local.documents.counts.sum(), 1.0)
 
     def _evaluation_converged(self, previous, current):
@@ -382,7 +378,7 @@ class _OnlineLDA(
             no words gets the prior's mean, 1 / n_components.
         """
         X = self._check_fitted_documents(X)
-        doc_topic = self._local_step(X).doc_topic
+        doc_topic = self._infer(X).doc_topic
         return doc_topic / doc_topic.sum(axis=1, keepdims=True)
 
     def score(self, X, y=None):

@@ -241,6 +241,60 @@ def exp_dirichlet_expectation_rows(
     free(topic_scale)
 
 
+def word_topic_statistic(
+    const Py_ssize_t[::1] word_indptr,
+    const Py_ssize_t[::1] documents,
+    const floating[::1] count_ratio,
+    const floating[:, ::1] exp_doc_topic,
+    const floating[:, ::1] exp_word_topic,
+    floating[:, ::1] out,
+    double scale,
+    Py_ssize_t start,
+    Py_ssize_t stop,
+):
+    """The minibatch statistic sum_d n_dw phi_dwk for words ``start`` to ``stop - 1``.
+
+    With phi_dwk = exp E[log theta_dk] exp E[log beta_kw] / norm_dw,
+
+        out_wk = scale exp E[log beta_kw] sum_d (n_dw / norm_dw) exp E[log theta_dk],
+
+    the sum over the documents containing w, given word by word (CSC).
+
+    Parameters
+    ----------
+    word_indptr, documents, count_ratio : ndarray
+        CSC structure of n_dw / norm_dw: for word w, the documents
+        ``documents[word_indptr[w]:word_indptr[w + 1]]`` and their ratios.
+    exp_doc_topic : ndarray of shape (n_documents, n_topics)
+        exp E[log theta].
+    exp_word_topic : ndarray of shape (n_words, n_topics)
+        exp E[log beta] of the minibatch's words.
+    out : ndarray of shape (n_words, n_topics)
+        Output rows ``start`` to ``stop - 1``.
+    scale : float
+        Factor of every value (1 / n_documents for the minibatch mean).
+    start, stop : int
+        The range of words.
+    """
+    cdef Py_ssize_t n_topics = exp_doc_topic.shape[1]
+    cdef Py_ssize_t w, j, k
+    cdef floating weight
+    cdef floating* row
+    cdef const floating* theta
+    with nogil:
+        for w in range(start, stop):
+            row = &out[w, 0]
+            for k in range(n_topics):
+                row[k] = 0
+            for j in range(word_indptr[w], word_indptr[w + 1]):
+                weight = count_ratio[j]
+                theta = &exp_doc_topic[documents[j], 0]
+                for k in range(n_topics):
+                    row[k] += weight * theta[k]
+            for k in range(n_topics):
+                row[k] *= <floating> (exp_word_topic[w, k] * scale)
+
+
 def infer_documents(
     const floating[:, ::1] exp_word_topic,
     const Py_ssize_t[::1] indptr,

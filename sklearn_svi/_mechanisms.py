@@ -12,6 +12,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._threads import Workers
+
+SERIAL = Workers(1)
+
 
 @dataclass(frozen=True)
 class SparseStatistic:
@@ -21,20 +25,24 @@ class SparseStatistic:
 
     Parameters
     ----------
-    rows : ndarray of shape (n_rows,) or slice
-        Indices of the rows the statistic covers (``slice(None)`` for all).
+    rows : ndarray of shape (n_rows,)
+        Indices of the rows the statistic covers, sorted.
     block : ndarray of shape (n_rows, n_components)
         The values on those rows.
     """
 
-    rows: object
+    rows: np.ndarray
     block: np.ndarray
 
     @property
     def nbytes(self):
         """Memory held by the statistic, in bytes."""
-        index_bytes = getattr(self.rows, "nbytes", 0)
-        return self.block.nbytes + index_bytes
+        return self.block.nbytes + self.rows.nbytes
+
+    def restricted_to(self, span):
+        """The row indices and values that fall in the slice ``span``."""
+        first, last = np.searchsorted(self.rows, [span.start, span.stop])
+        return self.rows[first:last], self.block[first:last]
 
 
 class SmoothingWindow:
@@ -70,19 +78,30 @@ class SmoothingWindow:
         self.queue = deque()
         self.total = np.zeros(shape, dtype=dtype)
 
-    def push(self, statistic):
+    def push(self, statistic, workers=SERIAL):
         """Add the newest statistic, dropping the oldest beyond the window.
 
         Parameters
         ----------
         statistic : SparseStatistic
             The minibatch statistic S_t.
+        workers : Workers, default=SERIAL
+            Threads that update blocks of rows of the running sum.
         """
-        if len(self.queue) == self.length:
-            oldest = self.queue.popleft()
-            self.total[oldest.rows] -= oldest.block
-        self.total[statistic.rows] += statistic.block
+        oldest = self.queue.popleft() if len(self.queue) == self.length else None
         self.queue.append(statistic)
+        workers.run(
+            self._replace,
+            [(oldest, statistic, span) for span in workers.row_blocks(len(self.total))],
+        )
+
+    def _replace(self, oldest, newest, span):
+        """sum <- sum - S_{t-L} + S_t on the rows of ``span`` (eq. 11)."""
+        if oldest is not None:
+            rows, block = oldest.restricted_to(span)
+            self.total[rows] -= block
+        rows, block = newest.restricted_to(span)
+        self.total[rows] += block
 
     @property
     def count(self):

@@ -15,11 +15,31 @@ local step, the prior eta, and what to show the user.
 
 from numbers import Integral, Real
 
+import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils import check_random_state, gen_batches
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._mechanisms import ConstantStepSize, RobbinsMonroStepSize, SmoothingWindow
+from ._threads import thread_workers
+
+
+def _rows_of(values, span):
+    """``values[span]``, or ``values`` itself if it is a scalar."""
+    return values[span] if np.ndim(values) else values
+
+
+def _form_target(target, total, scale, prior, span):
+    """target = eta + N S~_t on the rows of ``span``, with S~_t = total / count."""
+    np.multiply(total[span], scale, out=target[span])
+    target[span] += _rows_of(prior, span)
+
+
+def _convex_combination(natural, target, rho, span):
+    """lambda = (1 - rho) lambda + rho target on the rows of ``span``."""
+    natural[span] *= 1.0 - rho
+    target[span] *= rho
+    natural[span] += target[span]
 
 
 class OnlineUpdateMixin:
@@ -30,17 +50,19 @@ class OnlineUpdateMixin:
     - ``_check_training_data(X, reset)``: validated training data;
     - ``_initial_natural(X, random_state)``: the initial lambda, an array of
       shape (n_params, n_components);
-    - ``_local_statistic(X)``: the minibatch mean statistic S_t as a
+    - ``_local_statistic(X, workers)``: the minibatch mean statistic S_t as a
       :class:`~sklearn_svi._mechanisms.SparseStatistic`;
-    - ``_prior_natural()``: eta, broadcastable against lambda;
-    - ``_evaluation_score(X)``: a score of X, higher is better, recorded in
-      ``evaluation_history_``;
+    - ``_prior_natural()``: eta, a scalar or an array shaped like lambda;
+    - ``_evaluation_score(X, workers)``: a score of X, higher is better,
+      recorded in ``evaluation_history_``;
     - ``_evaluation_converged(previous, current)``: whether two successive
       evaluation scores mean that ``fit`` can stop.
 
     The estimator's parameters ``batch_size``, ``max_iter``, ``total_samples``,
     ``step_size``, ``learning_offset``, ``learning_decay``, ``evaluate_every``,
-    ``verbose`` and ``random_state`` are read by the mixin.
+    ``n_jobs``, ``verbose`` and ``random_state`` are read by the mixin. The
+    ``n_jobs`` threads run the model's local step and every row-wise array
+    operation of the update.
     """
 
     _online_parameter_constraints = {
@@ -54,6 +76,7 @@ class OnlineUpdateMixin:
         "learning_offset": [Interval(Real, 0, None, closed="left")],
         "learning_decay": [Interval(Real, 0, 1, closed="both")],
         "evaluate_every": [Integral],
+        "n_jobs": [None, Integral],
         "verbose": ["verbose"],
         "random_state": ["random_state"],
     }
@@ -84,41 +107,48 @@ class OnlineUpdateMixin:
             "score": [],
         }
 
-    def _online_step(self, X_batch, n_total, X_val):
+    def _online_step(self, X_batch, n_total, X_val, workers):
         """One SVI update from the minibatch ``X_batch``."""
-        self._window.push(self._local_statistic(X_batch))
+        self._window.push(self._local_statistic(X_batch, workers), workers)
         self.n_batch_iter_ += 1
         self.n_samples_seen_ += X_batch.shape[0]
 
         # lambda^ = eta + N S~_t (Mandt & Blei 2014, Alg. 1; Hoffman et al.
-        # 2013, eq. 25 when L = 1).
-        target = self._window.total * (n_total / self._window.count)
-        target += self._prior_natural()
+        # 2013, eq. 25 when L = 1), then the step.
+        spans = workers.row_blocks(len(self._natural))
+        target = np.empty_like(self._natural)
+        scale = n_total / self._window.count
+        prior = self._prior_natural()
+        total = self._window.total
+        workers.run(
+            _form_target, [(target, total, scale, prior, span) for span in spans]
+        )
         rho = self._step_size(self.n_batch_iter_, target, self._natural)
-        self._natural *= 1.0 - rho
-        target *= rho
-        self._natural += target
+        workers.run(
+            _convex_combination,
+            [(self._natural, target, rho, span) for span in spans],
+        )
 
         if self.evaluate_every > 0 and self.n_batch_iter_ % self.evaluate_every == 0:
-            self._record_evaluation(X_batch if X_val is None else X_val)
+            self._record_evaluation(X_batch if X_val is None else X_val, workers)
 
-    def _record_evaluation(self, X):
+    def _record_evaluation(self, X, workers):
         history = self.evaluation_history_
         history["n_batch_iter"].append(self.n_batch_iter_)
         history["n_samples_seen"].append(self.n_samples_seen_)
-        history["score"].append(float(self._evaluation_score(X)))
+        history["score"].append(float(self._evaluation_score(X, workers)))
         if self.verbose:
             print(
                 f"[{type(self).__name__}] update {self.n_batch_iter_}: "
                 f"evaluation score {history['score'][-1]:.5f}"
             )
 
-    def _run_pass(self, X, n_total, X_val, order=None):
+    def _run_pass(self, X, n_total, X_val, workers, order=None):
         """Run the SVI update on consecutive minibatches of ``X``."""
         n_samples = X.shape[0]
         for batch in gen_batches(n_samples, self.batch_size):
             rows = batch if order is None else order[batch]
-            self._online_step(X[rows], n_total, X_val)
+            self._online_step(X[rows], n_total, X_val, workers)
         self.n_iter_ += 1
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -149,14 +179,18 @@ class OnlineUpdateMixin:
         X_val = self._check_evaluation_data(X_val, X.dtype)
         self._initialize_online(X)
         n_samples = X.shape[0]
-        for _ in range(self.max_iter):
-            order = self.random_state_.permutation(n_samples)
-            self._run_pass(X, n_samples, X_val, order=order)
-            if self.verbose:
-                print(f"[{type(self).__name__}] pass {self.n_iter_} of {self.max_iter}")
-            scores = self.evaluation_history_["score"]
-            if len(scores) >= 2 and self._evaluation_converged(scores[-2], scores[-1]):
-                break
+        with thread_workers(self.n_jobs) as pool:
+            for _ in range(self.max_iter):
+                order = self.random_state_.permutation(n_samples)
+                self._run_pass(X, n_samples, X_val, pool, order=order)
+                if self.verbose:
+                    print(
+                        f"[{type(self).__name__}] pass {self.n_iter_} "
+                        f"of {self.max_iter}"
+                    )
+                scores = self.evaluation_history_["score"]
+                if len(scores) >= 2 and self._evaluation_converged(*scores[-2:]):
+                    break
         return self
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -191,7 +225,8 @@ class OnlineUpdateMixin:
         X_val = self._check_evaluation_data(X_val, X.dtype)
         if first_call:
             self._initialize_online(X)
-        self._run_pass(X, self.total_samples, X_val)
+        with thread_workers(self.n_jobs) as pool:
+            self._run_pass(X, self.total_samples, X_val, pool)
         return self
 
     def _check_evaluation_data(self, X_val, dtype):

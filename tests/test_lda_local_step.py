@@ -9,6 +9,7 @@ from sklearn.decomposition import LatentDirichletAllocation
 
 import sklearn_svi._lda
 from sklearn_svi import SmoothedLDA, _lda_fast
+from sklearn_svi._threads import Workers
 
 
 def compiled_kernels():
@@ -73,9 +74,9 @@ def test_local_step_matches_reference(planted_corpus, kernel, tol, max_iter):
     gamma_ref, statistic_ref = reference_local_step(
         X, model.components_, alpha, max_iter, tol
     )
-    local = model._local_step(X)
+    local = model._infer(X)
     assert_allclose(local.doc_topic, gamma_ref, rtol=1e-8)
-    statistic = model._local_statistic(X)
+    statistic = model._local_statistic(X, Workers(1))
     dense = np.zeros_like(model.components_)
     dense[:, statistic.rows] = statistic.block.T * X.shape[0]
     assert_allclose(dense, statistic_ref, rtol=1e-8, atol=1e-12)
@@ -84,10 +85,10 @@ def test_local_step_matches_reference(planted_corpus, kernel, tol, max_iter):
 def test_local_step_float32_close_to_float64(planted_corpus, kernel):
     X = planted_corpus[0]
     model = fitted_model(X, mean_change_tol=1e-6)
-    gamma64 = model._local_step(X.astype(np.float64)).doc_topic
+    gamma64 = model._infer(X.astype(np.float64)).doc_topic
     model32 = fitted_model(X, mean_change_tol=1e-6)
     model32._natural = model._natural.astype(np.float32)
-    local32 = model32._local_step(X.astype(np.float32))
+    local32 = model32._infer(X.astype(np.float32))
     assert local32.doc_topic.dtype == np.float32
     assert_allclose(local32.doc_topic, gamma64, rtol=2e-3, atol=2e-3)
 
@@ -121,7 +122,7 @@ def test_bound_matches_scikit_learn_formula(planted_corpus):
     """score is scikit-learn's approximate bound at the same gamma and lambda."""
     X = planted_corpus[0].astype(np.float64)
     model = fitted_model(X)
-    gamma = model._local_step(X).doc_topic
+    gamma = model._infer(X).doc_topic
     sklearn_lda = LatentDirichletAllocation(n_components=4)
     sklearn_lda.components_ = model.components_
     sklearn_lda.exp_dirichlet_component_ = model.exp_dirichlet_component_

@@ -16,6 +16,7 @@ from sklearn_svi._mechanisms import (
     SmoothingWindow,
     SparseStatistic,
 )
+from sklearn_svi._threads import Workers
 
 PARAMS = dict(
     n_components=4,
@@ -41,7 +42,7 @@ def dense_reference_run(X, L, **params):
     statistics = []
     for t, batch in enumerate(gen_batches(X.shape[0], params["batch_size"]), start=1):
         probe._natural = topic_word
-        statistic = probe._local_statistic(X[batch])
+        statistic = probe._local_statistic(X[batch], Workers(1))
         dense = np.zeros_like(topic_word)
         dense[statistic.rows] = statistic.block
         statistics.append(dense)
@@ -252,7 +253,9 @@ def test_smoothing_divides_the_variance_by_about_L(planted_corpus):
     window = SmoothingWindow(L, model._natural.shape, np.float64)
     single, smoothed = [], []
     for t in range(n_draws):
-        statistic = model._local_statistic(X[rng.choice(X.shape[0], size=10)])
+        statistic = model._local_statistic(
+            X[rng.choice(X.shape[0], size=10)], Workers(1)
+        )
         window.push(statistic)
         dense = np.zeros(model._natural.shape)
         dense[statistic.rows] = statistic.block

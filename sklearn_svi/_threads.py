@@ -1,0 +1,83 @@
+"""Threads for the compiled kernels and the row-wise array updates.
+
+The kernels release the GIL, and so do NumPy's operations on large arrays,
+so a minibatch's work splits into chunks that run on a thread pool. Every
+value is computed the same way whichever thread computes it, so the results
+do not depend on the number of threads.
+"""
+
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+
+import numpy as np
+from joblib import effective_n_jobs
+
+
+class Workers:
+    """Run chunks of work on a number of threads.
+
+    Parameters
+    ----------
+    n_threads : int
+        Number of threads.
+    executor : ThreadPoolExecutor or None
+        The threads; None runs the chunks one after the other.
+    """
+
+    def __init__(self, n_threads, executor=None):
+        self.n_threads = n_threads
+        self.executor = executor
+
+    def run(self, function, argument_lists):
+        """Call ``function`` on each argument list and wait for all calls.
+
+        Parameters
+        ----------
+        function : callable
+            The work of one chunk.
+        argument_lists : iterable of tuple
+            The arguments of each call.
+        """
+        if self.executor is None:
+            for arguments in argument_lists:
+                function(*arguments)
+            return
+        futures = [
+            self.executor.submit(function, *arguments) for arguments in argument_lists
+        ]
+        for future in futures:
+            future.result()
+
+    def row_blocks(self, n_rows):
+        """Split ``range(n_rows)`` into one contiguous slice per thread.
+
+        Parameters
+        ----------
+        n_rows : int
+            Number of rows.
+
+        Returns
+        -------
+        blocks : list of slice
+            Non-empty (unless ``n_rows`` is 0), contiguous and in order.
+        """
+        n_blocks = max(min(self.n_threads, n_rows), 1)
+        bounds = np.linspace(0, n_rows, n_blocks + 1).astype(np.intp)
+        return [slice(start, stop) for start, stop in zip(bounds[:-1], bounds[1:])]
+
+
+@contextmanager
+def thread_workers(n_jobs):
+    """Workers for scikit-learn's ``n_jobs``: None means 1, -1 all cores.
+
+    Yields
+    ------
+    workers : Workers
+        Their threads are shut down on exit.
+    """
+    n_threads = effective_n_jobs(n_jobs)
+    if n_threads <= 1:
+        yield Workers(1)
+        return
+    with ThreadPoolExecutor(n_threads) as executor:
+        yield Workers(n_threads, executor)
