@@ -474,8 +474,8 @@ class SmoothedLDA(_OnlineLDA):
         ``fit`` stops after a pass when the perplexities of the last two
         evaluations differ by less than ``perp_tol``.
     n_jobs : int, default=None
-        Number of threads of the local step; None means 1, -1 all cores.
-        The result does not depend on it.
+        Number of threads of the local step and of the update; None means 1,
+        -1 all cores. The result does not depend on it.
     verbose : int, default=0
         Print progress when positive.
     random_state : int, RandomState instance or None, default=None
