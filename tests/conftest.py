@@ -1,6 +1,13 @@
-import pytest
+import os
 
-from sklearn_svi import make_lda_corpus
+# scikit-learn's check that array API dispatch leaves NumPy results unchanged
+# runs only when SciPy's array API support is on, which must be set before
+# SciPy is first imported.
+os.environ.setdefault("SCIPY_ARRAY_API", "1")
+
+import pytest  # noqa: E402
+
+from sklearn_svi import make_lda_corpus  # noqa: E402
 
 
 @pytest.fixture(scope="session")
