@@ -7,8 +7,14 @@ Paisley, Fazelnia & Barr (tuneable stochastic annealing) and Houlsby & Blei
 """
 
 from ._datasets import make_lda_corpus, match_topics
-from ._lda import SmoothedLDA, top_words
+from ._lda import AnnealedLDA, SmoothedLDA, top_words
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["SmoothedLDA", "make_lda_corpus", "match_topics", "top_words"]
+__all__ = [
+    "AnnealedLDA",
+    "SmoothedLDA",
+    "make_lda_corpus",
+    "match_topics",
+    "top_words",
+]

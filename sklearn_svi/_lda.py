@@ -23,7 +23,7 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, check_non_negative, validate_data
 
 from . import _lda_fast
-from ._mechanisms import SparseStatistic
+from ._mechanisms import AnnealingWeights, SparseStatistic
 from ._online import OnlineUpdateMixin
 from ._threads import thread_workers
 
@@ -143,6 +143,14 @@ def _document_chunks(documents, n_threads):
     return list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
 
 
+def _raise_to_floor(values, floor, span):
+    """Set ``values[span]`` below ``floor`` to ``floor``; return how many."""
+    block = values[span]
+    below = block < floor
+    block[below] = floor
+    return int(np.count_nonzero(below))
+
+
 class _OnlineLDA(
     ClassNamePrefixFeaturesOutMixin, TransformerMixin, OnlineUpdateMixin, BaseEstimator
 ):
@@ -213,9 +221,18 @@ class _OnlineLDA(
     def _prior_natural(self):
         return self._eta
 
-    def _local_statistic(self, X, workers):
-        """Minibatch mean of n_dw phi_dwk on the minibatch's words (eq. 28)."""
+    def _local_statistic(self, X, workers, sample_weight=None):
+        """Minibatch mean of w_d n_dw phi_dwk on the minibatch's words (eq. 28).
+
+        The weights w_d multiply each document's statistic (Paisley et al.,
+        Alg. 1); the local step itself does not depend on them.
+        """
         local = self._local_step(X, workers)
+        exp_doc_topic = local.exp_doc_topic
+        if sample_weight is not None:
+            exp_doc_topic = exp_doc_topic * sample_weight[:, np.newaxis].astype(
+                exp_doc_topic.dtype
+            )
         documents = local.documents
         by_word = sp.csr_matrix(
             (local.count_ratio, documents.indices, documents.indptr),
@@ -226,7 +243,7 @@ class _OnlineLDA(
             by_word.indptr.astype(np.intp, copy=False),
             by_word.indices.astype(np.intp, copy=False),
             by_word.data,
-            local.exp_doc_topic,
+            exp_doc_topic,
             local.exp_word_topic,
             statistic,
             1.0 / documents.n_documents,
@@ -239,6 +256,23 @@ class _OnlineLDA(
             ],
         )
         return SparseStatistic(documents.words, statistic)
+
+    def _project_natural(self, workers):
+        """Raise every lambda_kw below the prior eta to eta.
+
+        Without annealing lambda = eta + a non-negative statistic, so
+        {lambda >= eta} holds every iterate of plain SVI; this is the nearest
+        point of that set. Returns the number of coordinates raised.
+        """
+        return sum(
+            workers.run(
+                _raise_to_floor,
+                [
+                    (self._natural, self._eta, span)
+                    for span in workers.row_blocks(len(self._natural))
+                ],
+            )
+        )
 
     def _local_step(self, X, workers):
         """Fit gamma for each document of X at the current lambda.
@@ -422,24 +456,7 @@ class _OnlineLDA(
         return tags
 
 
-class SmoothedLDA(_OnlineLDA):
-    """Latent Dirichlet allocation by SVI with smoothed gradients.
-
-    Mandt & Blei (2014): the noisy coordinate optimum of each update uses the
-    mean of the last ``L`` minibatch sufficient statistics instead of the
-    latest one alone, which lowers the variance of the update for a small
-    bias. ``L=1`` is plain stochastic variational inference (Hoffman et al.
-    2013) and reproduces it exactly.
-
-    Read more in the :ref:`User Guide <smoothed_lda>`.
-
-    Parameters
-    ----------
-    n_components : int, default=10
-        Number of topics K.
-    L : int, default=10
-        Length of the smoothing window: the number of minibatch statistics
-        averaged. ``L=1`` is plain SVI.
+_SHARED_PARAMETERS = """\
     doc_topic_prior : float, default=None
         alpha, the Dirichlet prior of the topic proportions. None means
         ``1 / n_components``.
@@ -481,9 +498,9 @@ class SmoothedLDA(_OnlineLDA):
     random_state : int, RandomState instance or None, default=None
         Seed of the initial topics and of the order of the documents in
         ``fit``.
+"""
 
-    Attributes
-    ----------
+_SHARED_ATTRIBUTES = """\
     components_ : ndarray of shape (n_components, n_features)
         lambda, the variational Dirichlet parameters of the topics;
         normalised rows are the topic-word distributions.
@@ -506,26 +523,69 @@ class SmoothedLDA(_OnlineLDA):
         Number of features seen during ``fit``.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during ``fit``, when they are all strings.
+"""
 
+
+def _estimator_docstring(
+    summary, specific_parameters, specific_attributes, see_also, references, example
+):
+    """Assemble an LDA estimator's docstring from its own parts and the shared ones."""
+    return f"""{summary}
+
+    Parameters
+    ----------
+    n_components : int, default=10
+        Number of topics K.
+{specific_parameters}
+{_SHARED_PARAMETERS}
+    Attributes
+    ----------
+{_SHARED_ATTRIBUTES}{specific_attributes}
     See Also
     --------
     sklearn.decomposition.LatentDirichletAllocation : Online and batch LDA.
+{see_also}
 
     References
     ----------
-    .. [1] S. Mandt and D. Blei. "Smoothed Gradients for Stochastic
-       Variational Inference". NIPS 2014.
-    .. [2] M. Hoffman, D. Blei, C. Wang and J. Paisley. "Stochastic
-       Variational Inference". JMLR 14, 2013.
+{references}
 
     Examples
     --------
+{example}
+    """
+
+
+class SmoothedLDA(_OnlineLDA):
+    __doc__ = _estimator_docstring(
+        summary="""Latent Dirichlet allocation by SVI with smoothed gradients.
+
+    Mandt & Blei (2014): the noisy coordinate optimum of each update uses the
+    mean of the last ``L`` minibatch sufficient statistics instead of the
+    latest one alone, which lowers the variance of the update for a small
+    bias. ``L=1`` is plain stochastic variational inference (Hoffman et al.
+    2013) and reproduces it exactly.
+
+    Read more in the :ref:`User Guide <smoothed_lda>`.""",
+        specific_parameters="""\
+    L : int, default=10
+        Length of the smoothing window: the number of minibatch statistics
+        averaged. ``L=1`` is plain SVI.""",
+        specific_attributes="",
+        see_also="""\
+    AnnealedLDA : LDA by SVI with tuneable stochastic annealing.""",
+        references="""\
+    .. [1] S. Mandt and D. Blei. "Smoothed Gradients for Stochastic
+       Variational Inference". NIPS 2014.
+    .. [2] M. Hoffman, D. Blei, C. Wang and J. Paisley. "Stochastic
+       Variational Inference". JMLR 14, 2013.""",
+        example="""\
     >>> from sklearn_svi import SmoothedLDA, make_lda_corpus
     >>> X, _, _ = make_lda_corpus(n_documents=200, random_state=0)
     >>> lda = SmoothedLDA(n_components=5, L=10, random_state=0).fit(X)
     >>> lda.transform(X[:2]).shape
-    (2, 5)
-    """
+    (2, 5)""",
+    )
 
     _parameter_constraints: dict = {
         **_OnlineLDA._parameter_constraints,
@@ -573,6 +633,115 @@ class SmoothedLDA(_OnlineLDA):
 
     def _window_length(self):
         return self.L
+
+
+class AnnealedLDA(_OnlineLDA):
+    __doc__ = _estimator_docstring(
+        summary="""Latent Dirichlet allocation by SVI with stochastic annealing (SVI+).
+
+    SVI+ (Paisley, Fazelnia & Barr): each update uses a minibatch of
+    ``batch_size`` documents but the noise of a minibatch of ``M``: document
+    d's statistic is multiplied by w_d = 1 + eps_d - mean(eps) with
+    eps_d ~ N(0, batch_size / M - 1), which keeps the minibatch statistic
+    unbiased and gives it about the variance of M documents. The larger noise
+    early in the run anneals the fit out of poor local optima. ``M`` grows by
+    ``M_growth`` per update, so the run can end as plain SVI; a minibatch of
+    at most M documents (a final short one, for instance) gets no noise.
+    ``M=batch_size`` is plain SVI and reproduces it exactly. With
+    ``batch_size`` at least the number of documents and ``step_size=1.0``,
+    each update is a batch variational Bayes step with annealing noise.
+
+    Negative weights can give a target lambda below the prior eta. After
+    each update every lambda_kw below eta is raised to eta, the nearest point
+    of the set {lambda >= eta} that holds every iterate of plain SVI;
+    ``n_projected_`` counts the coordinates raised.
+
+    Read more in the :ref:`User Guide <annealed_lda>`.""",
+        specific_parameters="""\
+    M : int, default=64
+        The effective minibatch size of the first update, at most
+        ``batch_size``.
+    M_growth : float, default=0.0
+        Increase of the effective minibatch size per update: update t uses
+        ``M + M_growth * (t - 1)``. The paper's schedule is ``M=50`` with
+        ``M_growth=50``.""",
+        specific_attributes="""\
+    n_projected_ : int
+        Number of coordinates of lambda raised to eta by the projection,
+        summed over the updates.
+""",
+        see_also="""\
+    SmoothedLDA : LDA by SVI with smoothed gradients.""",
+        references="""\
+    .. [1] J. Paisley, G. Fazelnia and B. Barr. "Stochastic Variational
+       Inference with Tuneable Stochastic Annealing".
+    .. [2] M. Hoffman, D. Blei, C. Wang and J. Paisley. "Stochastic
+       Variational Inference". JMLR 14, 2013.""",
+        example="""\
+    >>> from sklearn_svi import AnnealedLDA, make_lda_corpus
+    >>> X, _, _ = make_lda_corpus(n_documents=200, random_state=0)
+    >>> lda = AnnealedLDA(n_components=5, batch_size=100, M=20,
+    ...                   random_state=0).fit(X)
+    >>> lda.transform(X[:2]).shape
+    (2, 5)""",
+    )
+
+    _parameter_constraints: dict = {
+        **_OnlineLDA._parameter_constraints,
+        "M": [Interval(Integral, 1, None, closed="left")],
+        "M_growth": [Interval(Real, 0, None, closed="left")],
+    }
+
+    def __init__(
+        self,
+        n_components=10,
+        *,
+        M=64,
+        M_growth=0.0,
+        doc_topic_prior=None,
+        topic_word_prior=None,
+        batch_size=128,
+        max_iter=10,
+        total_samples=1e6,
+        step_size="robbins-monro",
+        learning_offset=10.0,
+        learning_decay=0.7,
+        max_doc_update_iter=100,
+        mean_change_tol=1e-3,
+        evaluate_every=-1,
+        perp_tol=1e-1,
+        n_jobs=None,
+        verbose=0,
+        random_state=None,
+    ):
+        self.n_components = n_components
+        self.M = M
+        self.M_growth = M_growth
+        self.doc_topic_prior = doc_topic_prior
+        self.topic_word_prior = topic_word_prior
+        self.batch_size = batch_size
+        self.max_iter = max_iter
+        self.total_samples = total_samples
+        self.step_size = step_size
+        self.learning_offset = learning_offset
+        self.learning_decay = learning_decay
+        self.max_doc_update_iter = max_doc_update_iter
+        self.mean_change_tol = mean_change_tol
+        self.evaluate_every = evaluate_every
+        self.perp_tol = perp_tol
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+        self.random_state = random_state
+
+    def _check_mechanisms(self):
+        if self.M > self.batch_size:
+            raise ValueError(
+                f"The effective minibatch size M={self.M} must not exceed "
+                f"batch_size={self.batch_size}."
+            )
+
+    def _make_annealing(self):
+        return AnnealingWeights(self.M, self.M_growth)
 
 
 def top_words(estimator, feature_names, n_words=10):

@@ -3,14 +3,16 @@
 For each minibatch B_t, stochastic variational inference (Hoffman et al.
 2013, Fig. 3) with the package's mechanisms does
 
-    S_t     = (1/|B_t|) sum_{n in B_t} s_n        local step (the model)
+    w_n     = 1 + eps_n - mean(eps)                annealing (Paisley et al.)
+    S_t     = (1/|B_t|) sum_{n in B_t} w_n s_n    local step (the model)
     S~_t    = mean of the last L statistics        smoothing (Mandt & Blei 2014)
     lambda^ = eta + N S~_t                         noisy coordinate optimum
     rho_t   = step size                            schedule
-    lambda  = (1 - rho_t) lambda + rho_t lambda^   convex combination
+    lambda  = project((1 - rho_t) lambda + rho_t lambda^)
 
 The mixin owns this loop once. A model supplies only its initial lambda, the
-local step, the prior eta, and what to show the user.
+local step, the prior eta, the projection onto its feasible set, and what to
+show the user.
 """
 
 from numbers import Integral, Real
@@ -50,8 +52,11 @@ class OnlineUpdateMixin:
     - ``_check_training_data(X, reset)``: validated training data;
     - ``_initial_natural(X, random_state)``: the initial lambda, an array of
       shape (n_params, n_components);
-    - ``_local_statistic(X, workers)``: the minibatch mean statistic S_t as a
-      :class:`~sklearn_svi._mechanisms.SparseStatistic`;
+    - ``_local_statistic(X, workers, sample_weight)``: the minibatch mean
+      statistic S_t, each sample's statistic multiplied by its weight (None
+      for ones), as a :class:`~sklearn_svi._mechanisms.SparseStatistic`;
+    - ``_project_natural(workers)``: make lambda feasible again after an
+      annealed update; returns the number of coordinates changed;
     - ``_prior_natural()``: eta, a scalar or an array shaped like lambda;
     - ``_evaluation_score(X, workers)``: a score of X, higher is better,
       recorded in ``evaluation_history_``;
@@ -85,6 +90,13 @@ class OnlineUpdateMixin:
         """Number of minibatch statistics averaged by the smoothing window."""
         return 1
 
+    def _make_annealing(self):
+        """The annealing weights of SVI+, or None for plain minibatches."""
+        return None
+
+    def _check_mechanisms(self):
+        """Check parameters that constrain each other; raise before any change."""
+
     def _make_step_size(self):
         if self.step_size == "robbins-monro":
             return RobbinsMonroStepSize(self.learning_offset, self.learning_decay)
@@ -98,6 +110,9 @@ class OnlineUpdateMixin:
             self._window_length(), self._natural.shape, self._natural.dtype
         )
         self._step_size = self._make_step_size()
+        self._annealing = self._make_annealing()
+        if self._annealing is not None:
+            self.n_projected_ = 0
         self.n_batch_iter_ = 0
         self.n_iter_ = 0
         self.n_samples_seen_ = 0
@@ -109,8 +124,12 @@ class OnlineUpdateMixin:
 
     def _online_step(self, X_batch, n_total, X_val, workers):
         """One SVI update from the minibatch ``X_batch``."""
-        self._window.push(self._local_statistic(X_batch, workers), workers)
-        self.n_batch_iter_ += 1
+        step = self.n_batch_iter_ + 1
+        weights = None
+        if self._annealing is not None:
+            weights = self._annealing(X_batch.shape[0], step, self.random_state_)
+        self._window.push(self._local_statistic(X_batch, workers, weights), workers)
+        self.n_batch_iter_ = step
         self.n_samples_seen_ += X_batch.shape[0]
 
         # lambda^ = eta + N S~_t (Mandt & Blei 2014, Alg. 1; Hoffman et al.
@@ -128,6 +147,9 @@ class OnlineUpdateMixin:
             _convex_combination,
             [(self._natural, target, rho, span) for span in spans],
         )
+        if self._annealing is not None:
+            # Negative weights can take lambda^ out of the feasible set.
+            self.n_projected_ += self._project_natural(workers)
 
         if self.evaluate_every > 0 and self.n_batch_iter_ % self.evaluate_every == 0:
             self._record_evaluation(X_batch if X_val is None else X_val, workers)
@@ -175,6 +197,7 @@ class OnlineUpdateMixin:
         self : object
             The fitted estimator.
         """
+        self._check_mechanisms()
         X = self._check_training_data(X, reset=True)
         X_val = self._check_evaluation_data(X_val, X.dtype)
         self._initialize_online(X)
@@ -218,6 +241,7 @@ class OnlineUpdateMixin:
         self : object
             The updated estimator.
         """
+        self._check_mechanisms()
         first_call = not hasattr(self, "_natural")
         X = self._check_training_data(X, reset=first_call)
         if not first_call:

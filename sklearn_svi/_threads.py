@@ -37,16 +37,18 @@ class Workers:
             The work of one chunk.
         argument_lists : iterable of tuple
             The arguments of each call.
+
+        Returns
+        -------
+        results : list
+            The value of each call, in the order of ``argument_lists``.
         """
         if self.executor is None:
-            for arguments in argument_lists:
-                function(*arguments)
-            return
+            return [function(*arguments) for arguments in argument_lists]
         futures = [
             self.executor.submit(function, *arguments) for arguments in argument_lists
         ]
-        for future in futures:
-            future.result()
+        return [future.result() for future in futures]
 
     def row_blocks(self, n_rows):
         """Split ``range(n_rows)`` into one contiguous slice per thread.

@@ -17,16 +17,22 @@ from sklearn.utils.estimator_checks import (
     parametrize_with_checks,
 )
 
-from sklearn_svi import SmoothedLDA, make_lda_corpus, top_words
+from sklearn_svi import AnnealedLDA, SmoothedLDA, make_lda_corpus, top_words
 
 
-@parametrize_with_checks([SmoothedLDA(n_components=3, max_iter=2, batch_size=16)])
+@parametrize_with_checks(
+    [
+        SmoothedLDA(n_components=3, max_iter=2, batch_size=16),
+        AnnealedLDA(n_components=3, max_iter=2, batch_size=16, M=8),
+    ]
+)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 
 
-def test_param_validation():
-    check_param_validation("SmoothedLDA", SmoothedLDA())
+@pytest.mark.parametrize("estimator", [SmoothedLDA(), AnnealedLDA()])
+def test_param_validation(estimator):
+    check_param_validation(type(estimator).__name__, estimator)
 
 
 @pytest.mark.parametrize(
