@@ -1,0 +1,130 @@
+"""SVI+ against plain SVI on NewsArticles, after equal numbers of documents.
+
+The LDA comparison of Paisley, Fazelnia & Barr: plain SVI with minibatches
+of 2b documents, plain SVI with minibatches of b, and SVI+ (AnnealedLDA) with
+minibatches of 2b and the noise of b (M = b); and SVI+ whose M grows from b
+to 2b over the first half of the updates, ending as plain SVI. Every model sees the same
+documents in the same order (the same number of epochs over the same
+shuffles), so the models with minibatches of 2b make half as many updates.
+After the last epoch each model is scored by the held-out per-word log
+predictive probability (document completion, as in ``bench_lda.py``) and by
+its training ELBO per document. The fits are repeated for several seeds.
+
+Run ``python benchmarks/bench_annealing.py``.
+"""
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+
+from sklearn_svi import AnnealedLDA, SmoothedLDA
+
+from bench_lda import complete_documents, log_predictive, split_documents
+from corpus import load_counts
+from tables import simple_table
+
+RESULTS_PATH = Path(__file__).resolve().parent / "results" / "annealing.rst"
+HELD_OUT_FRACTION = 0.1
+N_COMPONENTS = 50
+
+
+def make_models(b, n_train, n_epochs, seed):
+    """Plain SVI at 2b and b, and SVI+ at 2b with M = b, fixed or growing.
+
+    Parameters
+    ----------
+    b : int
+        The small minibatch size.
+    n_train : int
+        Number of training documents, the N of the updates.
+    n_epochs : int
+        Number of passes, which sets the growth of M.
+    seed : int
+        Seed of the initial topics and of the annealing noise.
+
+    Returns
+    -------
+    models : dict of str to estimator
+    """
+    common = dict(
+        n_components=N_COMPONENTS,
+        total_samples=n_train,
+        learning_offset=10.0,
+        learning_decay=0.7,
+        random_state=seed,
+    )
+    n_updates = n_epochs * -(-n_train // (2 * b))
+    growth = b / (n_updates / 2)
+    return {
+        f"SVI |B|={2 * b}": SmoothedLDA(L=1, batch_size=2 * b, **common),
+        f"SVI |B|={b}": SmoothedLDA(L=1, batch_size=b, **common),
+        f"SVI+ |B|={2 * b}, M={b}": AnnealedLDA(M=b, batch_size=2 * b, **common),
+        f"SVI+ |B|={2 * b}, M={b} to {2 * b}": AnnealedLDA(
+            M=b, M_growth=growth, batch_size=2 * b, **common
+        ),
+    }
+
+
+def main(argv=None):
+    """Run the comparison and print and write its table.
+
+    Parameters
+    ----------
+    argv : list of str, default=None
+        Command-line arguments; None reads ``sys.argv``.
+    """
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--b", type=int, default=64, help="small minibatch size")
+    parser.add_argument("--epochs", type=int, default=3, help="passes over the data")
+    parser.add_argument("--seeds", type=int, default=5, help="number of seeds")
+    args = parser.parse_args(argv)
+
+    rng = np.random.default_rng(0)
+    X, _ = load_counts()
+    X = X.astype(np.float64)
+    X_train, X_held_out = split_documents(X, HELD_OUT_FRACTION, rng)
+    completion = complete_documents(X_held_out, rng)
+    n_train = X_train.shape[0]
+
+    scores = {}
+    for seed in range(args.seeds):
+        order_rng = np.random.default_rng(seed)
+        epochs = [X_train[order_rng.permutation(n_train)] for _ in range(args.epochs)]
+        for name, model in make_models(args.b, n_train, args.epochs, seed).items():
+            start = time.perf_counter()
+            for X_epoch in epochs:
+                model.partial_fit(X_epoch)
+            seconds = time.perf_counter() - start
+            elbo = model.score(X_train) / n_train
+            scores.setdefault(name, []).append(
+                (log_predictive(model, completion), elbo, seconds)
+            )
+            print(f"seed {seed}: {name}: {scores[name][-1]}", flush=True)
+
+    def spread(values, digits):
+        return f"{np.mean(values):.{digits}f} ± {np.std(values):.{digits}f}"
+
+    header = ["Model", "Log pred./word", "Training ELBO/doc", "Seconds"]
+    rows = []
+    for name, values in scores.items():
+        predictive, elbo, seconds = map(np.array, zip(*values))
+        rows.append([name, spread(predictive, 4), spread(elbo, 1), spread(seconds, 1)])
+    settings = (
+        f"NewsArticles, {n_train} training documents, K={N_COMPONENTS}, "
+        f"{args.epochs} epochs ({args.epochs * n_train} documents seen by every "
+        f"model), step size (10 + t)^-0.7, {args.seeds} seeds (mean ± standard "
+        "deviation)."
+    )
+    table = simple_table(header, rows)
+    print()
+    print(settings)
+    print(table)
+    RESULTS_PATH.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS_PATH.write_text(f"{settings}\n\n{table}\n")
+    print(f"Wrote {RESULTS_PATH}")
+
+
+if __name__ == "__main__":
+    main()
