@@ -58,10 +58,10 @@ def make_models(b, n_train, n_epochs, seed):
     n_updates = n_epochs * -(-n_train // (2 * b))
     growth = b / (n_updates / 2)
     return {
-        f"SVI |B|={2 * b}": SmoothedLDA(L=1, batch_size=2 * b, **common),
-        f"SVI |B|={b}": SmoothedLDA(L=1, batch_size=b, **common),
-        f"SVI+ |B|={2 * b}, M={b}": AnnealedLDA(M=b, batch_size=2 * b, **common),
-        f"SVI+ |B|={2 * b}, M={b} to {2 * b}": AnnealedLDA(
+        f"SVI B={2 * b}": SmoothedLDA(L=1, batch_size=2 * b, **common),
+        f"SVI B={b}": SmoothedLDA(L=1, batch_size=b, **common),
+        f"SVI+ B={2 * b}, M={b}": AnnealedLDA(M=b, batch_size=2 * b, **common),
+        f"SVI+ B={2 * b}, M={b} to {2 * b}": AnnealedLDA(
             M=b, M_growth=growth, batch_size=2 * b, **common
         ),
     }

@@ -166,3 +166,32 @@ def test_grid_search_over_M_in_a_pipeline():
     scores = search.cv_results_["mean_test_score"]
     assert np.all(np.isfinite(scores))
     assert search.best_params_["lda__M"] == [5, 50][int(np.argmax(scores))]
+
+
+def test_batch_mode_with_annealing_ends_as_batch_vb(planted_corpus):
+    """The paper's batch-with-annealing mode: each update is a full batch VB
+    step plus noise; once M_t reaches the data size the noise stops and the
+    bound rises at every step, as in batch variational Bayes."""
+    X = planted_corpus[0][:300]
+    n = X.shape[0]
+    model = AnnealedLDA(
+        n_components=4,
+        batch_size=n,
+        total_samples=n,
+        step_size=1.0,
+        M=30,
+        M_growth=54.0,
+        mean_change_tol=1e-9,
+        max_doc_update_iter=2000,
+        random_state=0,
+    )
+    scores, noisy = [], []
+    for step in range(1, 13):
+        model.partial_fit(X)
+        scores.append(model.score(X))
+        noisy.append(model._annealing.effective_size(step) < n)
+    # M_t = 30 + 54 (t - 1) reaches 300 at t = 6.
+    assert noisy == [True] * 5 + [False] * 7
+    assert model.n_projected_ > 0
+    quiet = np.array(scores[5:])
+    assert np.all(np.diff(quiet) > -1e-9 * np.abs(quiet[1:]))
