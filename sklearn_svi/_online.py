@@ -98,6 +98,7 @@ class OnlineUpdateMixin:
         """Check parameters that constrain each other; raise before any change."""
 
     def _make_step_size(self):
+        """The step size schedule chosen by ``step_size``."""
         if self.step_size == "robbins-monro":
             return RobbinsMonroStepSize(self.learning_offset, self.learning_decay)
         return ConstantStepSize(self.step_size)
