@@ -23,7 +23,7 @@ from sklearn_svi import AnnealedLDA, SmoothedLDA
 
 from bench_lda import complete_documents, log_predictive, split_documents
 from corpus import load_counts
-from tables import simple_table
+from tables import mean_spread, simple_table, write_results
 
 RESULTS_PATH = Path(__file__).resolve().parent / "results" / "annealing.rst"
 HELD_OUT_FRACTION = 0.1
@@ -103,14 +103,18 @@ def main(argv=None):
             )
             print(f"seed {seed}: {name}: {scores[name][-1]}", flush=True)
 
-    def spread(values, digits):
-        return f"{np.mean(values):.{digits}f} ± {np.std(values):.{digits}f}"
-
     header = ["Model", "Log pred./word", "Training ELBO/doc", "Seconds"]
     rows = []
     for name, values in scores.items():
         predictive, elbo, seconds = map(np.array, zip(*values))
-        rows.append([name, spread(predictive, 4), spread(elbo, 1), spread(seconds, 1)])
+        rows.append(
+            [
+                name,
+                mean_spread(predictive, 4),
+                mean_spread(elbo, 1),
+                mean_spread(seconds, 1),
+            ]
+        )
     settings = (
         f"NewsArticles, {n_train} training documents, K={N_COMPONENTS}, "
         f"{args.epochs} epochs ({args.epochs * n_train} documents seen by every "
@@ -121,9 +125,7 @@ def main(argv=None):
     print()
     print(settings)
     print(table)
-    RESULTS_PATH.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS_PATH.write_text(f"{settings}\n\n{table}\n")
-    print(f"Wrote {RESULTS_PATH}")
+    write_results(RESULTS_PATH, [settings, table])
 
 
 if __name__ == "__main__":

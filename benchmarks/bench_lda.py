@@ -33,7 +33,7 @@ import sklearn_svi
 from sklearn_svi import SmoothedLDA
 
 from corpus import load_counts
-from tables import simple_table
+from tables import mean_spread, simple_table, write_results
 
 RESULTS_PATH = Path(__file__).resolve().parent / "results" / "lda_speed.rst"
 SEED = 0
@@ -358,16 +358,13 @@ def format_table(results):
         "Diff. (nats/word)",
     ]
 
-    def spread(values, digits, sign=""):
-        return f"{np.mean(values):{sign}.{digits}f} ± {np.std(values):.{digits}f}"
-
     rows = [
         [
             result.name,
-            spread(result.seconds_per_epoch, 2),
+            mean_spread(result.seconds_per_epoch, 2),
             f"{np.mean(reference.seconds_per_epoch / result.seconds_per_epoch):.2f}",
-            spread(result.log_predictive, 4),
-            spread(result.log_predictive - reference.log_predictive, 4, "+"),
+            mean_spread(result.log_predictive, 4),
+            mean_spread(result.log_predictive - reference.log_predictive, 4, "+"),
         ]
         for result in results
     ]
@@ -467,10 +464,8 @@ def main(argv=None):
     print()
     print(summary)
     if not args.quick:
-        RESULTS_PATH.parent.mkdir(parents=True, exist_ok=True)
         facts_list = "\n".join(f"- {fact}" for fact in facts)
-        RESULTS_PATH.write_text("\n\n".join([facts_list, table, summary]) + "\n")
-        print(f"Wrote {RESULTS_PATH}")
+        write_results(RESULTS_PATH, [facts_list, table, summary])
 
 
 if __name__ == "__main__":

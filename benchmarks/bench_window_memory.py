@@ -19,7 +19,7 @@ import numpy as np
 from sklearn_svi import SmoothedLDA
 
 from corpus import load_counts
-from tables import simple_table
+from tables import simple_table, write_results
 
 RESULTS_PATH = Path(__file__).resolve().parent / "results" / "window_memory.rst"
 CORPORA = ("NewsArticles", "healthtweets")
@@ -112,9 +112,7 @@ def main(argv=None):
     print()
     print(settings)
     print(table)
-    RESULTS_PATH.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS_PATH.write_text(f"{settings}\n\n{table}\n")
-    print(f"Wrote {RESULTS_PATH}")
+    write_results(RESULTS_PATH, [settings, table])
 
 
 if __name__ == "__main__":

@@ -1,4 +1,6 @@
-"""Plain-text tables that are also reStructuredText simple tables."""
+"""Plain-text tables that are also reStructuredText simple tables, and reports."""
+
+import numpy as np
 
 
 def simple_table(header, rows):
@@ -28,3 +30,37 @@ def simple_table(header, rows):
         return "  ".join([first, *rest]).rstrip()
 
     return "\n".join([rule, line(header), rule, *map(line, rows), rule])
+
+
+def mean_spread(values, digits, sign=""):
+    """``"mean ± standard deviation"`` of ``values`` with ``digits`` decimals.
+
+    Parameters
+    ----------
+    values : array-like
+        The measurements, one per seed.
+    digits : int
+        Number of decimals.
+    sign : str, default=""
+        ``"+"`` to always show the sign of the mean.
+
+    Returns
+    -------
+    text : str
+    """
+    return f"{np.mean(values):{sign}.{digits}f} ± {np.std(values):.{digits}f}"
+
+
+def write_results(path, sections):
+    """Write the sections of a report, separated by blank lines, to ``path``.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        The reStructuredText file under ``benchmarks/results``.
+    sections : list of str
+        The paragraphs and tables of the report.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n\n".join(sections) + "\n")
+    print(f"Wrote {path}")
