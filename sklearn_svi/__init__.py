@@ -7,12 +7,13 @@ Paisley, Fazelnia & Barr (tuneable stochastic annealing) and Houlsby & Blei
 """
 
 from ._datasets import make_lda_corpus, match_topics
-from ._lda import AnnealedLDA, SmoothedLDA, top_words
+from ._lda import AnnealedLDA, FilteredLDA, SmoothedLDA, top_words
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
     "AnnealedLDA",
+    "FilteredLDA",
     "SmoothedLDA",
     "make_lda_corpus",
     "match_topics",

@@ -19,7 +19,7 @@ from sklearn.base import (
     ClassNamePrefixFeaturesOutMixin,
     TransformerMixin,
 )
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, check_non_negative, validate_data
 
 from . import _lda_fast
@@ -469,15 +469,6 @@ _SHARED_PARAMETERS = """\
         Number of passes over the data in ``fit``.
     total_samples : float, default=1e6
         Number of documents N of the corpus, used by ``partial_fit``.
-    step_size : "robbins-monro" or float, default="robbins-monro"
-        The step size schedule: ``"robbins-monro"`` is
-        ``(learning_offset + t) ** -learning_decay`` for the t-th update; a
-        float in (0, 1] is a constant step size (1 with a minibatch of the
-        whole corpus is batch variational Bayes).
-    learning_offset : float, default=10.0
-        tau_0 of the Robbins-Monro schedule.
-    learning_decay : float, default=0.7
-        kappa of the Robbins-Monro schedule.
     max_doc_update_iter : int, default=100
         Maximum number of fixed-point iterations of each document's local
         step.
@@ -500,6 +491,17 @@ _SHARED_PARAMETERS = """\
         ``fit``.
 """
 
+_SCHEDULE_PARAMETERS = """\
+    step_size : "robbins-monro" or float, default="robbins-monro"
+        The step size schedule: ``"robbins-monro"`` is
+        ``(learning_offset + t) ** -learning_decay`` for the t-th update; a
+        float in (0, 1] is a constant step size (1 with a minibatch of the
+        whole corpus is batch variational Bayes).
+    learning_offset : float, default=10.0
+        tau_0 of the Robbins-Monro schedule.
+    learning_decay : float, default=0.7
+        kappa of the Robbins-Monro schedule."""
+
 _SHARED_ATTRIBUTES = """\
     components_ : ndarray of shape (n_components, n_features)
         lambda, the variational Dirichlet parameters of the topics;
@@ -517,6 +519,11 @@ _SHARED_ATTRIBUTES = """\
         ``"n_batch_iter"``, ``"n_samples_seen"`` and ``"score"`` of each
         evaluation: the per-word bound of the documents' terms of the ELBO
         on ``X_val``, or on the minibatch just used when ``X_val`` is None.
+    step_size_history_ : dict of lists
+        ``"n_batch_iter"`` and ``"step_size"`` of the updates. Every update
+        is recorded until there are 10,000; then every second record is
+        dropped and only every second update is recorded, and so on, so the
+        record spans the whole run in at most 10,000 values.
     random_state_ : RandomState instance
         The random state of the fit.
     n_features_in_ : int
@@ -567,13 +574,15 @@ class SmoothedLDA(_OnlineLDA):
     2013) and reproduces it exactly.
 
     Read more in the :ref:`User Guide <smoothed_lda>`.""",
-        specific_parameters="""\
+        specific_parameters=f"""\
     L : int, default=10
         Length of the smoothing window: the number of minibatch statistics
-        averaged. ``L=1`` is plain SVI.""",
+        averaged. ``L=1`` is plain SVI.
+{_SCHEDULE_PARAMETERS}""",
         specific_attributes="",
         see_also="""\
-    AnnealedLDA : LDA by SVI with tuneable stochastic annealing.""",
+    AnnealedLDA : LDA by SVI with tuneable stochastic annealing.
+    FilteredLDA : LDA by SVI with step sizes from a variational filter.""",
         references="""\
     .. [1] S. Mandt and D. Blei. "Smoothed Gradients for Stochastic
        Variational Inference". NIPS 2014.
@@ -589,6 +598,7 @@ class SmoothedLDA(_OnlineLDA):
 
     _parameter_constraints: dict = {
         **_OnlineLDA._parameter_constraints,
+        **OnlineUpdateMixin._schedule_parameter_constraints,
         "L": [Interval(Integral, 1, None, closed="left")],
     }
 
@@ -597,14 +607,14 @@ class SmoothedLDA(_OnlineLDA):
         n_components=10,
         *,
         L=10,
+        step_size="robbins-monro",
+        learning_offset=10.0,
+        learning_decay=0.7,
         doc_topic_prior=None,
         topic_word_prior=None,
         batch_size=128,
         max_iter=10,
         total_samples=1e6,
-        step_size="robbins-monro",
-        learning_offset=10.0,
-        learning_decay=0.7,
         max_doc_update_iter=100,
         mean_change_tol=1e-3,
         evaluate_every=-1,
@@ -615,14 +625,14 @@ class SmoothedLDA(_OnlineLDA):
     ):
         self.n_components = n_components
         self.L = L
+        self.step_size = step_size
+        self.learning_offset = learning_offset
+        self.learning_decay = learning_decay
         self.doc_topic_prior = doc_topic_prior
         self.topic_word_prior = topic_word_prior
         self.batch_size = batch_size
         self.max_iter = max_iter
         self.total_samples = total_samples
-        self.step_size = step_size
-        self.learning_offset = learning_offset
-        self.learning_decay = learning_decay
         self.max_doc_update_iter = max_doc_update_iter
         self.mean_change_tol = mean_change_tol
         self.evaluate_every = evaluate_every
@@ -657,21 +667,23 @@ class AnnealedLDA(_OnlineLDA):
     ``n_projected_`` counts the coordinates raised.
 
     Read more in the :ref:`User Guide <annealed_lda>`.""",
-        specific_parameters="""\
+        specific_parameters=f"""\
     M : int, default=64
         The effective minibatch size of the first update, at most
         ``batch_size``.
     M_growth : float, default=0.0
         Increase of the effective minibatch size per update: update t uses
         ``M + M_growth * (t - 1)``. The paper's schedule is ``M=50`` with
-        ``M_growth=50``.""",
+        ``M_growth=50``.
+{_SCHEDULE_PARAMETERS}""",
         specific_attributes="""\
     n_projected_ : int
         Number of coordinates of lambda raised to eta by the projection,
         summed over the updates.
 """,
         see_also="""\
-    SmoothedLDA : LDA by SVI with smoothed gradients.""",
+    SmoothedLDA : LDA by SVI with smoothed gradients.
+    FilteredLDA : LDA by SVI with step sizes from a variational filter.""",
         references="""\
     .. [1] J. Paisley, G. Fazelnia and B. Barr. "Stochastic Variational
        Inference with Tuneable Stochastic Annealing".
@@ -688,6 +700,7 @@ class AnnealedLDA(_OnlineLDA):
 
     _parameter_constraints: dict = {
         **_OnlineLDA._parameter_constraints,
+        **OnlineUpdateMixin._schedule_parameter_constraints,
         "M": [Interval(Integral, 1, None, closed="left")],
         "M_growth": [Interval(Real, 0, None, closed="left")],
     }
@@ -698,14 +711,14 @@ class AnnealedLDA(_OnlineLDA):
         *,
         M=64,
         M_growth=0.0,
+        step_size="robbins-monro",
+        learning_offset=10.0,
+        learning_decay=0.7,
         doc_topic_prior=None,
         topic_word_prior=None,
         batch_size=128,
         max_iter=10,
         total_samples=1e6,
-        step_size="robbins-monro",
-        learning_offset=10.0,
-        learning_decay=0.7,
         max_doc_update_iter=100,
         mean_change_tol=1e-3,
         evaluate_every=-1,
@@ -717,14 +730,14 @@ class AnnealedLDA(_OnlineLDA):
         self.n_components = n_components
         self.M = M
         self.M_growth = M_growth
+        self.step_size = step_size
+        self.learning_offset = learning_offset
+        self.learning_decay = learning_decay
         self.doc_topic_prior = doc_topic_prior
         self.topic_word_prior = topic_word_prior
         self.batch_size = batch_size
         self.max_iter = max_iter
         self.total_samples = total_samples
-        self.step_size = step_size
-        self.learning_offset = learning_offset
-        self.learning_decay = learning_decay
         self.max_doc_update_iter = max_doc_update_iter
         self.mean_change_tol = mean_change_tol
         self.evaluate_every = evaluate_every
@@ -742,6 +755,112 @@ class AnnealedLDA(_OnlineLDA):
 
     def _make_annealing(self):
         return AnnealingWeights(self.M, self.M_growth)
+
+
+class FilteredLDA(_OnlineLDA):
+    __doc__ = _estimator_docstring(
+        summary="""Latent Dirichlet allocation by SVI with variational filtering.
+
+    Houlsby & Blei (2014) view each SVI update as a noisy observation
+    lambda^_t of the batch variational Bayes optimum and track that optimum
+    with a Kalman filter: the step size is the filter's gain, set by Bayes'
+    rule instead of a hand-tuned schedule. The drift Q and the noise R of
+    the observations are estimated online with exponentially weighted
+    averages (Ranganath et al. 2013), started from a few minibatches drawn
+    at the initial topics. One gain serves all of lambda (the isotropic
+    filter of the paper's experiments).
+
+    ``filter="student-t"`` is the paper's Algorithm 1: heavy-tailed noise,
+    so that a minibatch far from where the filter expects it raises the next
+    step instead of being averaged in as if it were typical.
+    ``filter="gaussian"`` is the Kalman filter, and ``filter="adaptive"`` is
+    Ranganath et al.'s adaptive learning rate, Q / (Q + R), the filter with
+    no uncertainty about the optimum.
+
+    Read more in the :ref:`User Guide <filtered_lda>`.""",
+        specific_parameters="""\
+    filter : {"student-t", "gaussian", "adaptive"}, default="student-t"
+        The filter that sets the step size.
+    prior_variance : float, default=1e3
+        Sigma_0, the prior variance (the scale for the Student's t filter)
+        of each coordinate of the optimum. Unused by ``"adaptive"``.
+    prior_dof : float, default=3
+        Degrees of freedom, above 2, of the Student's t prior of the optimum
+        and of its drift and noise; the filter tends to the Gaussian one as
+        they grow. Used by ``"student-t"`` only.""",
+        specific_attributes="""\
+    filter_state_ : dict
+        The state after the last update: ``"drift"`` Q and ``"noise"`` R
+        (per coordinate) and ``"window"`` tau of the averages, and the
+        filter's ``"variance"`` Sigma (Gaussian) or ``"scale"`` Sigma and
+        ``"dof"`` eta (Student's t).
+""",
+        see_also="""\
+    SmoothedLDA : LDA by SVI with smoothed gradients.
+    AnnealedLDA : LDA by SVI with tuneable stochastic annealing.""",
+        references="""\
+    .. [1] N. Houlsby and D. Blei. "A Filtering Approach to Stochastic
+       Variational Inference". NIPS 2014.
+    .. [2] R. Ranganath, C. Wang, D. Blei and E. Xing. "An Adaptive
+       Learning Rate for Stochastic Variational Inference". ICML 2013.""",
+        example="""\
+    >>> from sklearn_svi import FilteredLDA, make_lda_corpus
+    >>> X, _, _ = make_lda_corpus(n_documents=200, random_state=0)
+    >>> lda = FilteredLDA(n_components=5, batch_size=50, random_state=0).fit(X)
+    >>> lda.transform(X[:2]).shape
+    (2, 5)""",
+    )
+
+    _parameter_constraints: dict = {
+        **_OnlineLDA._parameter_constraints,
+        **OnlineUpdateMixin._filter_parameter_constraints,
+        "filter": [StrOptions({"student-t", "gaussian", "adaptive"})],
+    }
+
+    def __init__(
+        self,
+        n_components=10,
+        *,
+        filter="student-t",
+        prior_variance=1e3,
+        prior_dof=3,
+        doc_topic_prior=None,
+        topic_word_prior=None,
+        batch_size=128,
+        max_iter=10,
+        total_samples=1e6,
+        max_doc_update_iter=100,
+        mean_change_tol=1e-3,
+        evaluate_every=-1,
+        perp_tol=1e-1,
+        n_jobs=None,
+        verbose=0,
+        random_state=None,
+    ):
+        self.n_components = n_components
+        self.filter = filter
+        self.prior_variance = prior_variance
+        self.prior_dof = prior_dof
+        self.doc_topic_prior = doc_topic_prior
+        self.topic_word_prior = topic_word_prior
+        self.batch_size = batch_size
+        self.max_iter = max_iter
+        self.total_samples = total_samples
+        self.max_doc_update_iter = max_doc_update_iter
+        self.mean_change_tol = mean_change_tol
+        self.evaluate_every = evaluate_every
+        self.perp_tol = perp_tol
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+        self.random_state = random_state
+
+    def _make_step_size(self):
+        return self._filtered_step_size(self.filter)
+
+    @property
+    def filter_state_(self):
+        check_is_fitted(self)
+        return self._step_size.state()
 
 
 def top_words(estimator, feature_names, n_words=10):

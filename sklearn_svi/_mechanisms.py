@@ -189,12 +189,14 @@ class RobbinsMonroStepSize:
         kappa in (0.5, 1] for convergence.
     """
 
+    monte_carlo_batches = 0
+
     def __init__(self, offset, decay):
         self.offset = offset
         self.decay = decay
 
-    def __call__(self, step, target, current):
-        """Step size of update number ``step`` (``target`` and ``current`` unused)."""
+    def __call__(self, step, target, current, workers=SERIAL):
+        """Step size of update number ``step`` (the other arguments are unused)."""
         return (self.offset + step) ** (-self.decay)
 
 
@@ -210,9 +212,292 @@ class ConstantStepSize:
         The step size in (0, 1].
     """
 
+    monte_carlo_batches = 0
+
     def __init__(self, rate):
         self.rate = rate
 
-    def __call__(self, step, target, current):
+    def __call__(self, step, target, current, workers=SERIAL):
         """The constant step size (the arguments are unused)."""
         return self.rate
+
+
+def _ratio(numerator, denominator):
+    """numerator / denominator, and 0 when both are 0 (nothing to update)."""
+    return numerator / denominator if denominator > 0 else 0.0
+
+
+class AdaptiveGain:
+    """Ranganath, Wang, Blei & Xing's adaptive learning rate.
+
+    rho_t = Q / (Q + R) (Ranganath et al. 2013): the step that minimises
+    the expected distance to the batch optimum given the estimated drift and
+    noise, which is the variational filter with no uncertainty about the
+    optimum, Sigma = 0 (Houlsby & Blei 2014).
+    """
+
+    def gain(self, drift, noise, squared_distance):
+        """The step size from the per-coordinate variances Q and R.
+
+        Parameters
+        ----------
+        drift : float
+            Q, the variance per coordinate of the optimum's drift.
+        noise : float
+            R, the variance per coordinate of the noisy optimum around it.
+        squared_distance : float
+            ||lambda^_t - mu_{t-1}||^2 (unused).
+
+        Returns
+        -------
+        gain : float
+        """
+        return _ratio(drift, drift + noise)
+
+    def state(self):
+        """The filter's state: none beyond the moments."""
+        return {}
+
+
+class GaussianFilter:
+    """Isotropic Gaussian variational filter (Houlsby & Blei 2014).
+
+    A Kalman filter of the batch optimum lambda^VB, a random walk with drift
+    variance Q observed through the noisy optimum lambda^_t with noise
+    variance R, every variance per coordinate. Its posterior variance Sigma
+    gives the gain, which is the step size:
+
+        P_t     = (Sigma_{t-1} + Q) / (Sigma_{t-1} + Q + R),
+        Sigma_t = (1 - P_t) (Sigma_{t-1} + Q).
+
+    With Q = 0 and R fixed, 1 / P_{t+1} = 1 / P_t + 1: Robbins-Monro with
+    kappa = 1.
+
+    Parameters
+    ----------
+    prior_variance : float
+        Sigma_0, the prior variance of each coordinate of the optimum.
+    """
+
+    def __init__(self, prior_variance):
+        self.variance = prior_variance
+
+    def gain(self, drift, noise, squared_distance):
+        """Update Sigma and return the gain P_t.
+
+        Parameters
+        ----------
+        drift : float
+            Q, the variance per coordinate of the optimum's drift.
+        noise : float
+            R, the variance per coordinate of the noisy optimum around it.
+        squared_distance : float
+            ||lambda^_t - mu_{t-1}||^2 (unused by the Gaussian filter).
+
+        Returns
+        -------
+        gain : float
+        """
+        predicted = self.variance + drift
+        gain = _ratio(predicted, predicted + noise)
+        self.variance = (1.0 - gain) * predicted
+        return gain
+
+    def state(self):
+        """The filter's state: Sigma."""
+        return {"variance": self.variance}
+
+
+class StudentTFilter:
+    """Isotropic Student's t variational filter (Houlsby & Blei 2014, Alg. 1).
+
+    The prior of the optimum, the drift and the noise are Student's t with
+    scales Sigma, Q and R and degrees of freedom eta, gamma and delta. Each
+    update matches the degrees of freedom, eta~ = min(eta_{t-1}, gamma,
+    delta), and rescales the scales to keep their variances (moment
+    matching), then
+
+        P_t     = (Sigma~ + Q) / (Sigma~ + Q + R),
+        Delta^2 = ||lambda^_t - mu_{t-1}||^2 / (Sigma~ + Q + R),
+        Sigma_t = (eta~ + Delta^2) / (eta~ + d) (1 - P_t) (Sigma~ + Q),
+        eta_t   = eta~ + d,
+
+    with d the number of coordinates. Delta^2 is a Mahalanobis distance: an
+    observation far from where the filter expects it inflates Sigma and so
+    raises the next gain. As the degrees of freedom grow the filter becomes
+    the Gaussian one.
+
+    Here eta_0 = gamma = delta, as in the paper's experiments (all 3). Then
+    eta~ is always eta_0, because eta_t = eta~ + d > eta_0, so Q and R need
+    no rescaling and Sigma is rescaled by
+    eta_{t-1} (eta~ - 2) / ((eta_{t-1} - 2) eta~).
+
+    Parameters
+    ----------
+    prior_variance : float
+        Sigma_0, the prior scale of each coordinate of the optimum.
+    dof : float
+        eta_0 = gamma = delta > 2, the degrees of freedom of the prior, the
+        drift and the noise.
+    n_coordinates : int
+        d, the number of coordinates of lambda.
+    """
+
+    def __init__(self, prior_variance, dof, n_coordinates):
+        self.scale = prior_variance
+        self.prior_dof = dof
+        self.dof = dof
+        self.n_coordinates = n_coordinates
+
+    def gain(self, drift, noise, squared_distance):
+        """Update Sigma and eta and return the gain P_t.
+
+        Parameters
+        ----------
+        drift : float
+            Q, the scale per coordinate of the optimum's drift.
+        noise : float
+            R, the scale per coordinate of the noisy optimum around it.
+        squared_distance : float
+            ||lambda^_t - mu_{t-1}||^2, summed over the coordinates.
+
+        Returns
+        -------
+        gain : float
+        """
+        matched = self.prior_dof
+        scale = self.scale * (self.dof / (self.dof - 2.0)) * ((matched - 2.0) / matched)
+        predicted = scale + drift
+        gain = _ratio(predicted, predicted + noise)
+        mahalanobis = _ratio(squared_distance, predicted + noise)
+        self.scale = (
+            (matched + mahalanobis)
+            / (matched + self.n_coordinates)
+            * (1.0 - gain)
+            * predicted
+        )
+        self.dof = matched + self.n_coordinates
+        return gain
+
+    def state(self):
+        """The filter's state: Sigma and eta."""
+        return {"scale": self.scale, "dof": self.dof}
+
+
+class FilteredStepSize:
+    """A step size that adapts to the noise of the update.
+
+    Ranganath et al. (2013) and Houlsby & Blei (2014, Alg. 1) estimate the
+    drift Q and the noise R of the noisy optimum from exponentially weighted
+    averages over a window tau of d_t = lambda^_t - mu_{t-1}, where mu_{t-1}
+    is the current lambda:
+
+        g_t = (1 - 1/tau) g_{t-1} + (1/tau) d_t,
+        h_t = (1 - 1/tau) h_{t-1} + (1/tau) ||d_t||^2,
+        Q   = ||g_t||^2 / n,   R = (h_t - ||g_t||^2) / n,
+
+    per coordinate (n coordinates), so that the filters' Mahalanobis
+    distance is one. A ``filter`` turns Q and R into the step size rho_t,
+    and the window then follows it, tau <- (1 - rho_t) tau + 1.
+
+    Before the first update, ``start`` sets g and h to plain means over
+    ``monte_carlo_batches`` minibatches drawn at the initial lambda, and
+    tau to their number, as Ranganath et al. do.
+
+    Parameters
+    ----------
+    filter : AdaptiveGain, GaussianFilter or StudentTFilter
+        Maps Q, R and ||d_t||^2 to the step size.
+    shape : tuple of int
+        Shape of lambda, (n_params, n_components).
+    dtype : dtype
+        Floating point type of lambda.
+    monte_carlo_batches : int
+        Number of minibatches of the start.
+    """
+
+    def __init__(self, filter, shape, dtype, monte_carlo_batches):
+        self.filter = filter
+        self.monte_carlo_batches = monte_carlo_batches
+        self.mean_difference = np.zeros(shape, dtype=dtype)
+        self.mean_squared_norm = 0.0
+        self.window = 0.0
+        self.drift = 0.0
+        self.noise = 0.0
+
+    def start(self, targets, current, workers=SERIAL):
+        """Set the averages to the means of ``targets - current``.
+
+        With tau = 1, 2, ... the exponentially weighted averages are plain
+        running means.
+
+        Parameters
+        ----------
+        targets : iterable of ndarray
+            Noisy optima lambda^ of minibatches drawn at lambda = ``current``.
+        current : ndarray
+            The initial lambda.
+        workers : Workers, default=SERIAL
+            Threads that update blocks of rows.
+        """
+        for count, target in enumerate(targets, start=1):
+            self.window = float(count)
+            self._observe(target, current, workers)
+
+    def __call__(self, step, target, current, workers=SERIAL):
+        """The step size of an update from ``current`` toward ``target``.
+
+        Parameters
+        ----------
+        step : int
+            The update number t (unused).
+        target : ndarray
+            The noisy optimum lambda^_t.
+        current : ndarray
+            lambda before the update, the filter's mean mu_{t-1}.
+        workers : Workers, default=SERIAL
+            Threads that update blocks of rows.
+
+        Returns
+        -------
+        rho : float
+        """
+        squared_distance = self._observe(target, current, workers)
+        rho = self.filter.gain(self.drift, self.noise, squared_distance)
+        self.window = (1.0 - rho) * self.window + 1.0
+        return rho
+
+    def _observe(self, target, current, workers):
+        """Fold d_t into g and h, update Q and R; return ||d_t||^2."""
+        decay = 1.0 - 1.0 / self.window
+        squared_distance, squared_mean_norm = workers.sum_over_rows(
+            lambda span: self._observe_rows(target, current, decay, span),
+            len(current),
+        )
+        self.mean_squared_norm = (
+            decay * self.mean_squared_norm + squared_distance / self.window
+        )
+        n_coordinates = self.mean_difference.size
+        self.drift = float(squared_mean_norm) / n_coordinates
+        self.noise = (
+            max(float(self.mean_squared_norm - squared_mean_norm), 0.0) / n_coordinates
+        )
+        return float(squared_distance)
+
+    def _observe_rows(self, target, current, decay, span):
+        difference = target[span] - current[span]
+        mean = self.mean_difference[span]
+        mean *= decay
+        mean += difference / self.window
+        return np.array(
+            [np.vdot(difference, difference), np.vdot(mean, mean)], dtype=np.float64
+        )
+
+    def state(self):
+        """Q, R, tau and the filter's own state."""
+        return {
+            "drift": self.drift,
+            "noise": self.noise,
+            "window": self.window,
+            **self.filter.state(),
+        }

@@ -7,7 +7,7 @@ For each minibatch B_t, stochastic variational inference (Hoffman et al.
     S_t     = (1/|B_t|) sum_{n in B_t} w_n s_n    local step (the model)
     S~_t    = mean of the last L statistics        smoothing (Mandt & Blei 2014)
     lambda^ = eta + N S~_t                         noisy coordinate optimum
-    rho_t   = step size                            schedule
+    rho_t   = step size                            schedule or filter (Houlsby & Blei)
     lambda  = project((1 - rho_t) lambda + rho_t lambda^)
 
 The mixin owns this loop once. A model supplies only its initial lambda, the
@@ -22,8 +22,22 @@ from sklearn.base import _fit_context
 from sklearn.utils import check_random_state, gen_batches
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._mechanisms import ConstantStepSize, RobbinsMonroStepSize, SmoothingWindow
+from ._mechanisms import (
+    AdaptiveGain,
+    ConstantStepSize,
+    FilteredStepSize,
+    GaussianFilter,
+    RobbinsMonroStepSize,
+    SmoothingWindow,
+    StudentTFilter,
+)
 from ._threads import thread_workers
+
+# Minibatches drawn at the initial lambda to start a filter's noise estimates.
+MONTE_CARLO_BATCHES = 5
+
+# Most step sizes kept in ``step_size_history_``.
+STEP_SIZE_RECORD_CAPACITY = 10_000
 
 
 def _rows_of(values, span):
@@ -64,8 +78,10 @@ class OnlineUpdateMixin:
       evaluation scores mean that ``fit`` can stop.
 
     The estimator's parameters ``batch_size``, ``max_iter``, ``total_samples``,
-    ``step_size``, ``learning_offset``, ``learning_decay``, ``evaluate_every``,
-    ``n_jobs``, ``verbose`` and ``random_state`` are read by the mixin. The
+    ``evaluate_every``, ``n_jobs``, ``verbose`` and ``random_state`` are read
+    by the mixin, and so are ``step_size``, ``learning_offset`` and
+    ``learning_decay`` by the default ``_make_step_size`` and
+    ``prior_variance`` and ``prior_dof`` by ``_filtered_step_size``. The
     ``n_jobs`` threads run the model's local step and every row-wise array
     operation of the update.
     """
@@ -74,16 +90,24 @@ class OnlineUpdateMixin:
         "batch_size": [Interval(Integral, 1, None, closed="left")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "total_samples": [Interval(Real, 0, None, closed="neither")],
+        "evaluate_every": [Integral],
+        "n_jobs": [None, Integral],
+        "verbose": ["verbose"],
+        "random_state": ["random_state"],
+    }
+
+    _schedule_parameter_constraints = {
         "step_size": [
             StrOptions({"robbins-monro"}),
             Interval(Real, 0, 1, closed="right"),
         ],
         "learning_offset": [Interval(Real, 0, None, closed="left")],
         "learning_decay": [Interval(Real, 0, 1, closed="both")],
-        "evaluate_every": [Integral],
-        "n_jobs": [None, Integral],
-        "verbose": ["verbose"],
-        "random_state": ["random_state"],
+    }
+
+    _filter_parameter_constraints = {
+        "prior_variance": [Interval(Real, 0, None, closed="neither")],
+        "prior_dof": [Interval(Real, 2, None, closed="neither")],
     }
 
     def _window_length(self):
@@ -102,6 +126,21 @@ class OnlineUpdateMixin:
         if self.step_size == "robbins-monro":
             return RobbinsMonroStepSize(self.learning_offset, self.learning_decay)
         return ConstantStepSize(self.step_size)
+
+    def _filtered_step_size(self, kind):
+        """The step size of a variational filter: ``kind`` is one of
+        "student-t", "gaussian" or "adaptive"."""
+        if kind == "student-t":
+            gain = StudentTFilter(
+                self.prior_variance, self.prior_dof, self._natural.size
+            )
+        elif kind == "gaussian":
+            gain = GaussianFilter(self.prior_variance)
+        else:
+            gain = AdaptiveGain()
+        return FilteredStepSize(
+            gain, self._natural.shape, self._natural.dtype, MONTE_CARLO_BATCHES
+        )
 
     def _initialize_online(self, X):
         """Reset lambda, the mechanisms, the counters and the random state."""
@@ -122,6 +161,8 @@ class OnlineUpdateMixin:
             "n_samples_seen": [],
             "score": [],
         }
+        self.step_size_history_ = {"n_batch_iter": [], "step_size": []}
+        self._step_size_record_every = 1
 
     def _online_step(self, X_batch, n_total, X_val, workers):
         """One SVI update from the minibatch ``X_batch``."""
@@ -133,27 +174,75 @@ class OnlineUpdateMixin:
         self.n_batch_iter_ = step
         self.n_samples_seen_ += X_batch.shape[0]
 
-        # lambda^ = eta + N S~_t (Mandt & Blei 2014, Alg. 1; Hoffman et al.
-        # 2013, eq. 25 when L = 1), then the step.
-        spans = workers.row_blocks(len(self._natural))
-        target = np.empty_like(self._natural)
-        scale = n_total / self._window.count
-        prior = self._prior_natural()
-        total = self._window.total
-        workers.run(
-            _form_target, [(target, total, scale, prior, span) for span in spans]
-        )
-        rho = self._step_size(self.n_batch_iter_, target, self._natural)
+        target = self._target(self._window, n_total, workers)
+        rho = self._step_size(self.n_batch_iter_, target, self._natural, workers)
         workers.run(
             _convex_combination,
-            [(self._natural, target, rho, span) for span in spans],
+            [(self._natural, target, rho, span) for span in self._row_spans(workers)],
         )
         if self._annealing is not None:
             # Negative weights can take lambda^ out of the feasible set.
             self.n_projected_ += self._project_natural(workers)
 
+        self._record_step_size(rho)
         if self.evaluate_every > 0 and self.n_batch_iter_ % self.evaluate_every == 0:
             self._record_evaluation(X_batch if X_val is None else X_val, workers)
+
+    def _row_spans(self, workers):
+        return workers.row_blocks(len(self._natural))
+
+    def _target(self, window, n_total, workers):
+        """lambda^ = eta + N S~_t (Mandt & Blei 2014, Alg. 1; Hoffman et al.
+        2013, eq. 25 when L = 1), with S~_t the mean of ``window``."""
+        target = np.empty_like(self._natural)
+        scale = n_total / window.count
+        prior = self._prior_natural()
+        workers.run(
+            _form_target,
+            [
+                (target, window.total, scale, prior, span)
+                for span in self._row_spans(workers)
+            ],
+        )
+        return target
+
+    def _start_step_size(self, X, n_total, workers):
+        """Start the step size's noise estimates at the initial lambda.
+
+        Its ``monte_carlo_batches`` minibatches are bootstrap samples of
+        ``batch_size`` rows of ``X`` (fewer if ``X`` is smaller), whose
+        spread is that of minibatches drawn from the data even when ``X``
+        holds a single minibatch.
+        """
+        n_samples = X.shape[0]
+        size = min(self.batch_size, n_samples)
+        window = SmoothingWindow(1, self._natural.shape, self._natural.dtype)
+
+        def targets():
+            for _ in range(self._step_size.monte_carlo_batches):
+                rows = self.random_state_.randint(n_samples, size=size)
+                window.push(self._local_statistic(X[rows], workers), workers)
+                yield self._target(window, n_total, workers)
+
+        self._step_size.start(targets(), self._natural, workers)
+
+    def _record_step_size(self, rho):
+        """Keep rho in ``step_size_history_``, thinned to a bounded size.
+
+        Every update is kept until the record holds
+        ``STEP_SIZE_RECORD_CAPACITY`` values; then every second one is
+        dropped and only every second update is kept from there on, and so
+        on, so that the record always spans the whole run.
+        """
+        if self.n_batch_iter_ % self._step_size_record_every:
+            return
+        history = self.step_size_history_
+        history["n_batch_iter"].append(self.n_batch_iter_)
+        history["step_size"].append(float(rho))
+        if len(history["step_size"]) == STEP_SIZE_RECORD_CAPACITY:
+            for values in history.values():
+                del values[::2]
+            self._step_size_record_every *= 2
 
     def _record_evaluation(self, X, workers):
         history = self.evaluation_history_
@@ -169,6 +258,8 @@ class OnlineUpdateMixin:
     def _run_pass(self, X, n_total, X_val, workers, order=None):
         """Run the SVI update on consecutive minibatches of ``X``."""
         n_samples = X.shape[0]
+        if self.n_batch_iter_ == 0 and self._step_size.monte_carlo_batches:
+            self._start_step_size(X, n_total, workers)
         for batch in gen_batches(n_samples, self.batch_size):
             rows = batch if order is None else order[batch]
             self._online_step(X[rows], n_total, X_val, workers)

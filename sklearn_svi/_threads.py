@@ -67,6 +67,32 @@ class Workers:
         bounds = np.linspace(0, n_rows, n_blocks + 1).astype(np.intp)
         return [slice(start, stop) for start, stop in zip(bounds[:-1], bounds[1:])]
 
+    def sum_over_rows(self, function, n_rows, block_rows=4096):
+        """Sum ``function(span)`` over fixed blocks of rows, on the threads.
+
+        The blocks and the order of the sum do not depend on the number of
+        threads, so neither does the result, to the last bit.
+
+        Parameters
+        ----------
+        function : callable
+            Maps a slice of rows to a number or an array of numbers.
+        n_rows : int
+            Number of rows.
+        block_rows : int, default=4096
+            Number of rows of each block (the last one may be shorter).
+
+        Returns
+        -------
+        total : float or ndarray
+            The sum of the blocks' values, added in row order.
+        """
+        spans = [
+            slice(start, min(start + block_rows, n_rows))
+            for start in range(0, n_rows, block_rows)
+        ]
+        return sum(self.run(function, [(span,) for span in spans]))
+
 
 @contextmanager
 def thread_workers(n_jobs):

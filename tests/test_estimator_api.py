@@ -17,20 +17,28 @@ from sklearn.utils.estimator_checks import (
     parametrize_with_checks,
 )
 
-from sklearn_svi import AnnealedLDA, SmoothedLDA, make_lda_corpus, top_words
+from sklearn_svi import (
+    AnnealedLDA,
+    FilteredLDA,
+    SmoothedLDA,
+    make_lda_corpus,
+    top_words,
+)
 
 
 @parametrize_with_checks(
     [
         SmoothedLDA(n_components=3, max_iter=2, batch_size=16),
         AnnealedLDA(n_components=3, max_iter=2, batch_size=16, M=8),
+        FilteredLDA(n_components=3, max_iter=2, batch_size=16),
+        FilteredLDA(n_components=3, max_iter=2, batch_size=16, filter="gaussian"),
     ]
 )
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 
 
-@pytest.mark.parametrize("estimator", [SmoothedLDA(), AnnealedLDA()])
+@pytest.mark.parametrize("estimator", [SmoothedLDA(), AnnealedLDA(), FilteredLDA()])
 def test_param_validation(estimator):
     check_param_validation(type(estimator).__name__, estimator)
 
@@ -116,6 +124,23 @@ def test_grid_search_over_window_length_uses_score(planted_corpus):
     assert np.all(np.isfinite(scores))
     assert search.best_params_["L"] == [1, 5][int(np.argmax(scores))]
     assert search.best_estimator_.L == search.best_params_["L"]
+
+
+def test_grid_search_over_filter_and_prior_variance(planted_corpus):
+    X = planted_corpus[0]
+    grid = {"filter": ["student-t", "gaussian"], "prior_variance": [1.0, 1e3]}
+    search = GridSearchCV(
+        FilteredLDA(n_components=4, max_iter=2, batch_size=50, random_state=0),
+        grid,
+        cv=2,
+    )
+    search.fit(X)
+    scores = search.cv_results_["mean_test_score"]
+    assert len(scores) == 4
+    assert np.all(np.isfinite(scores))
+    assert len(np.unique(scores)) == 4
+    best = search.cv_results_["params"][int(np.argmax(scores))]
+    assert search.best_params_ == best
 
 
 def test_clone_pickle_and_joblib_round_trips(planted_corpus, tmp_path):

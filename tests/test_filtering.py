@@ -1,0 +1,225 @@
+"""Variational filtering: the filters' closed forms and FilteredLDA."""
+
+import pickle
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+
+from sklearn_svi import FilteredLDA, SmoothedLDA, _online, make_lda_corpus
+from sklearn_svi._mechanisms import (
+    AdaptiveGain,
+    FilteredStepSize,
+    GaussianFilter,
+    StudentTFilter,
+)
+
+PARAMS = dict(n_components=4, batch_size=50, total_samples=600, random_state=0)
+
+
+def gains(filter, drift, noise, squared_distances):
+    return np.array([filter.gain(drift, noise, d2) for d2 in squared_distances])
+
+
+def test_gaussian_filter_without_drift_is_robbins_monro_with_kappa_one():
+    # Q = 0, R fixed: 1 / P_{t+1} = 1 / P_t + 1.
+    observed = gains(GaussianFilter(1e3), 0.0, 250.0, np.zeros(50))
+    assert_allclose(1 / observed[1:], 1 / observed[:-1] + 1, rtol=1e-12)
+    assert observed[0] == pytest.approx(1e3 / (1e3 + 250.0))
+
+
+@pytest.mark.parametrize("drift, noise", [(1.0, 1.0), (0.01, 5.0), (3.0, 0.2)])
+def test_gaussian_filter_reaches_the_limit_gain(drift, noise):
+    ratio = noise / drift
+    root = np.sqrt(1 + 4 * ratio)
+    limit = (root + 1) / (root + 1 + 2 * ratio)
+    observed = gains(GaussianFilter(1e3), drift, noise, np.zeros(400))
+    assert observed[0] != pytest.approx(limit)
+    assert_allclose(observed[-1], limit, rtol=1e-10)
+
+
+def test_student_t_filter_tends_to_the_gaussian_filter():
+    rng = np.random.RandomState(0)
+    n_coordinates = 100
+    drifts = rng.uniform(0.0, 2.0, 30)
+    noises = rng.uniform(1.0, 50.0, 30)
+    distances = n_coordinates * rng.uniform(1.0, 60.0, 30)
+
+    def run(filter):
+        return np.array(
+            [filter.gain(*arguments) for arguments in zip(drifts, noises, distances)]
+        )
+
+    gaussian = run(GaussianFilter(10.0))
+    gaps = [
+        np.max(np.abs(run(StudentTFilter(10.0, dof, n_coordinates)) - gaussian))
+        for dof in (1e2, 1e4, 1e6, 1e8)
+    ]
+    assert gaps[0] > 1e-3
+    assert np.all(np.diff(gaps) < 0)
+    assert gaps[-1] < 1e-6
+    assert_allclose(run(StudentTFilter(10.0, 1e300, n_coordinates)), gaussian)
+
+
+def simulated_gains(filter, outlier_at=None, n_updates=60, n_coordinates=200):
+    """Step sizes of a filter tracking a fixed optimum from noisy targets."""
+    rng = np.random.RandomState(0)
+    optimum = np.zeros((n_coordinates, 1))
+    current = rng.normal(0.0, 3.0, optimum.shape)
+    step_size = FilteredStepSize(filter, optimum.shape, optimum.dtype, 5)
+    step_size.start(
+        [optimum + rng.normal(0.0, 1.0, optimum.shape) for _ in range(5)], current
+    )
+    observed = []
+    for t in range(1, n_updates + 1):
+        noise = rng.normal(0.0, 1.0, optimum.shape)
+        if t == outlier_at:
+            noise *= 10.0
+        target = optimum + noise
+        rho = step_size(t, target, current)
+        current = (1.0 - rho) * current + rho * target
+        observed.append(rho)
+    return np.array(observed)
+
+
+def test_an_outlier_raises_the_next_gain_of_the_t_filter_only():
+    n_coordinates = 200
+    steady = simulated_gains(StudentTFilter(1e3, 3.0, n_coordinates))
+    shaken = simulated_gains(StudentTFilter(1e3, 3.0, n_coordinates), outlier_at=40)
+    assert_array_equal(steady[:39], shaken[:39])
+    # Update 41 follows the outlier of update 40 (index 39).
+    assert shaken[40] > 2 * steady[40]
+    # The Gaussian filter takes the outlier as ordinary noise: R grows and its
+    # next gain falls.
+    steady = simulated_gains(GaussianFilter(1e3))
+    shaken = simulated_gains(GaussianFilter(1e3), outlier_at=40)
+    assert shaken[40] < steady[40]
+
+
+def test_adaptive_gain_is_the_ratio_of_the_averages():
+    # Ranganath et al.: rho = ||g||^2 / h with the weighted averages written
+    # out here, and tau <- (1 - rho) tau + 1.
+    rng = np.random.RandomState(1)
+    shape = (30, 2)
+    current = rng.normal(size=shape)
+    starts = [current + rng.normal(1.0, 2.0, shape) for _ in range(4)]
+    step_size = FilteredStepSize(AdaptiveGain(), shape, np.float64, 4)
+    step_size.start(starts, current)
+    mean = np.mean([start - current for start in starts], axis=0)
+    mean_norm = np.mean([np.sum((start - current) ** 2) for start in starts])
+    window = 4.0
+    assert_allclose(step_size.mean_difference, mean)
+    assert step_size.mean_squared_norm == pytest.approx(mean_norm)
+    assert step_size.window == window
+    for t in range(1, 6):
+        target = rng.normal(0.5, 1.0, shape)
+        difference = target - current
+        mean = (1 - 1 / window) * mean + difference / window
+        mean_norm = (1 - 1 / window) * mean_norm + np.sum(difference**2) / window
+        rho = step_size(t, target, current)
+        assert rho == pytest.approx(np.sum(mean**2) / mean_norm, rel=1e-12)
+        assert step_size.drift == pytest.approx(np.sum(mean**2) / current.size)
+        assert step_size.noise == pytest.approx(
+            (mean_norm - np.sum(mean**2)) / current.size
+        )
+        window = (1 - rho) * window + 1
+        assert step_size.window == pytest.approx(window)
+        current = (1 - rho) * current + rho * target
+
+
+def test_filter_changes_only_the_step_size(planted_corpus):
+    # Replaying the learned step sizes as a schedule reproduces the fit bit
+    # for bit: the filter touches nothing but rho.
+    X = planted_corpus[0]
+    filtered = FilteredLDA(filter="student-t", **PARAMS).partial_fit(X)
+    learned = filtered.step_size_history_["step_size"]
+    assert len(learned) == filtered.n_batch_iter_ == 12
+    assert len(set(learned)) == len(learned)
+    replay = SmoothedLDA(L=1, **PARAMS)
+    replay._make_step_size = lambda: ReplayedSchedule(learned)
+    replay.partial_fit(X)
+    assert_array_equal(replay.components_, filtered.components_)
+
+
+class ReplayedSchedule:
+    """A schedule that plays back given step sizes."""
+
+    monte_carlo_batches = 0
+
+    def __init__(self, step_sizes):
+        self.step_sizes = step_sizes
+
+    def __call__(self, step, target, current, workers):
+        return self.step_sizes[step - 1]
+
+
+@pytest.mark.parametrize("filter", ["student-t", "gaussian", "adaptive"])
+def test_step_size_rises_when_the_stream_changes(filter):
+    shape = dict(
+        n_documents=1000,
+        n_features=120,
+        n_topics=4,
+        mean_document_length=60,
+        doc_topic_prior=0.2,
+        topic_word_prior=0.1,
+    )
+    before = make_lda_corpus(random_state=0, **shape)[0]
+    after = make_lda_corpus(random_state=1, **shape)[0]  # other topics
+    model = FilteredLDA(
+        n_components=4,
+        filter=filter,
+        batch_size=50,
+        total_samples=1000,
+        random_state=0,
+    )
+    for _ in range(3):
+        model.partial_fit(before)
+    model.partial_fit(after)
+    step_sizes = np.array(model.step_size_history_["step_size"])
+    assert step_sizes.size == 80
+    assert step_sizes[61:66].min() > step_sizes[50:60].max()
+
+
+@pytest.mark.parametrize("filter", ["student-t", "gaussian", "adaptive"])
+def test_filtered_model_resumes_exactly_and_ignores_n_jobs(planted_corpus, filter):
+    X = planted_corpus[0]
+    first, second = X[:330], X[330:]
+    params = dict(PARAMS, filter=filter)
+    uninterrupted = FilteredLDA(**params).partial_fit(first).partial_fit(second)
+    interrupted = FilteredLDA(**params).partial_fit(first)
+    resumed = pickle.loads(pickle.dumps(interrupted)).partial_fit(second)
+    assert_array_equal(resumed.components_, uninterrupted.components_)
+    assert resumed.filter_state_ == uninterrupted.filter_state_
+    assert resumed.step_size_history_ == uninterrupted.step_size_history_
+    threaded = FilteredLDA(**params, n_jobs=2).partial_fit(first).partial_fit(second)
+    assert_array_equal(threaded.components_, uninterrupted.components_)
+    assert threaded.filter_state_ == uninterrupted.filter_state_
+
+
+def test_filter_state(planted_corpus):
+    X = planted_corpus[0]
+    states = {
+        filter: FilteredLDA(filter=filter, **PARAMS).partial_fit(X).filter_state_
+        for filter in ("student-t", "gaussian", "adaptive")
+    }
+    assert set(states["adaptive"]) == {"drift", "noise", "window"}
+    assert set(states["gaussian"]) == {"drift", "noise", "window", "variance"}
+    assert set(states["student-t"]) == {"drift", "noise", "window", "scale", "dof"}
+    n_coordinates = X.shape[1] * PARAMS["n_components"]
+    assert states["student-t"]["dof"] == 3 + n_coordinates
+    for state in states.values():
+        assert state["drift"] > 0 and state["noise"] > 0 and state["window"] >= 1
+    assert not hasattr(FilteredLDA(), "filter_state_")
+
+
+def test_step_size_record_is_thinned_to_a_bound(planted_corpus, monkeypatch):
+    X = planted_corpus[0]
+    complete = FilteredLDA(**dict(PARAMS, batch_size=10)).partial_fit(X)
+    assert complete.step_size_history_["n_batch_iter"] == list(range(1, 61))
+    monkeypatch.setattr(_online, "STEP_SIZE_RECORD_CAPACITY", 8)
+    thinned = FilteredLDA(**dict(PARAMS, batch_size=10)).partial_fit(X)
+    updates = thinned.step_size_history_["n_batch_iter"]
+    # Thinned at updates 8, 16 and 32; every 8th update is kept from then on.
+    assert updates == [8, 16, 24, 32, 40, 48, 56]
+    full = dict(zip(*complete.step_size_history_.values()))
+    assert thinned.step_size_history_["step_size"] == [full[u] for u in updates]
