@@ -214,9 +214,15 @@ def bad_inputs(X):
 @pytest.mark.parametrize(
     "case", ["negative", "nan", "inf", "wrong n_features", "empty", "strings"]
 )
-def test_bad_input_raises_and_leaves_the_model_unchanged(planted_corpus, case):
+@pytest.mark.parametrize(
+    "model",
+    [SmoothedLDA(L=3), FilteredLDA()],
+    ids=lambda model: type(model).__name__,
+)
+def test_bad_input_raises_and_leaves_the_model_unchanged(planted_corpus, case, model):
     X = planted_corpus[0]
-    model = SmoothedLDA(n_components=4, L=3, max_iter=1, random_state=0).fit(X)
+    model = clone(model).set_params(n_components=4, max_iter=1, random_state=0)
+    model.fit(X)
     model.partial_fit(X[:100])
     before = pickle.dumps(model)
     bad, message = bad_inputs(X)[case]

@@ -1,0 +1,200 @@
+"""Filtered step sizes against schedules on NewsArticles, after equal documents.
+
+The comparison of Houlsby & Blei: FilteredLDA with the Student's t filter,
+the Gaussian filter and Ranganath et al.'s adaptive rate, against plain SVI
+with the Robbins-Monro schedule (kappa = 0.7, tau_0 = 1000) and with a
+constant step size from 1e-1 to 1e-5, the best of which is chosen in
+hindsight. The filters run with the default prior variance, 1e3, and with
+10, to show how much the first steps depend on it. Every model sees the
+same documents in the same order. The held-out per-word log predictive
+probability (document completion, as in ``bench_lda.py``) is measured every
+few updates, and each run is scored by the mean of its last 10% of
+measurements. The fits are repeated for several seeds.
+
+Run ``python benchmarks/bench_filtering.py``.
+"""
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from sklearn_svi import FilteredLDA, SmoothedLDA
+
+from bench_lda import complete_documents, log_predictive, split_documents
+from corpus import load_counts
+from tables import mean_spread, simple_table, write_results
+
+RESULTS_PATH = Path(__file__).resolve().parent / "results" / "filtering.rst"
+HELD_OUT_FRACTION = 0.1
+N_COMPONENTS = 50
+REFERENCE = "Robbins-Monro"
+CONSTANT_RATES = [1e-1, 1e-2, 1e-3, 1e-4, 1e-5]
+
+
+def make_models(batch_size, n_train, seed):
+    """The filters, the adaptive rate, Robbins-Monro and the constant rates.
+
+    Parameters
+    ----------
+    batch_size : int
+        Documents per minibatch.
+    n_train : int
+        Number of training documents, the N of the updates.
+    seed : int
+        Seed of the initial topics (the same for every model).
+
+    Returns
+    -------
+    models : dict of str to estimator
+    """
+    common = dict(
+        n_components=N_COMPONENTS,
+        batch_size=batch_size,
+        total_samples=n_train,
+        random_state=seed,
+    )
+    models = {
+        "Student's t filter": FilteredLDA(filter="student-t", **common),
+        "Gaussian filter": FilteredLDA(filter="gaussian", **common),
+        "Adaptive": FilteredLDA(filter="adaptive", **common),
+        "Student's t filter, prior_variance=10": FilteredLDA(
+            filter="student-t", prior_variance=10.0, **common
+        ),
+        "Gaussian filter, prior_variance=10": FilteredLDA(
+            filter="gaussian", prior_variance=10.0, **common
+        ),
+        REFERENCE: SmoothedLDA(
+            L=1, learning_offset=1000.0, learning_decay=0.7, **common
+        ),
+    }
+    for rate in CONSTANT_RATES:
+        models[f"Constant {rate:.0e}"] = SmoothedLDA(L=1, step_size=rate, **common)
+    return models
+
+
+def run_model(model, epochs, batch_size, evaluate_every, completion):
+    """Fit ``model`` on the epochs and measure it every few updates.
+
+    Parameters
+    ----------
+    model : estimator
+        A sklearn_svi LDA estimator.
+    epochs : list of sparse matrix
+        The training documents of each epoch, in the order they are seen.
+    batch_size : int
+        Documents per minibatch.
+    evaluate_every : int
+        Number of updates between two measurements.
+    completion : DocumentCompletion
+        The held-out documents.
+
+    Returns
+    -------
+    scores : ndarray
+        The held-out log predictive probability per word of each measurement.
+    seconds : float
+        Time spent in ``partial_fit``.
+    """
+    chunk = evaluate_every * batch_size
+    scores = []
+    seconds = 0.0
+    for X_epoch in epochs:
+        for start in range(0, X_epoch.shape[0], chunk):
+            began = time.perf_counter()
+            model.partial_fit(X_epoch[start : start + chunk])
+            seconds += time.perf_counter() - began
+            scores.append(log_predictive(model, completion))
+    return np.array(scores), seconds
+
+
+def final_score(scores):
+    """Mean of the last 10% of the measurements (at least one)."""
+    return scores[-max(1, len(scores) // 10) :].mean()
+
+
+def main(argv=None):
+    """Run the comparison and print and write its table.
+
+    Parameters
+    ----------
+    argv : list of str, default=None
+        Command-line arguments; None reads ``sys.argv``.
+    """
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--epochs", type=int, default=5, help="passes over the data")
+    parser.add_argument(
+        "--evaluate-every", type=int, default=10, help="updates between measurements"
+    )
+    parser.add_argument("--seeds", type=int, default=5, help="number of seeds")
+    args = parser.parse_args(argv)
+
+    rng = np.random.default_rng(0)
+    X, _ = load_counts()
+    X = X.astype(np.float64)
+    X_train, X_held_out = split_documents(X, HELD_OUT_FRACTION, rng)
+    completion = complete_documents(X_held_out, rng)
+    n_train = X_train.shape[0]
+
+    results = {}
+    for seed in range(args.seeds):
+        order_rng = np.random.default_rng(seed)
+        epochs = [X_train[order_rng.permutation(n_train)] for _ in range(args.epochs)]
+        for name, model in make_models(args.batch_size, n_train, seed).items():
+            with threadpool_limits(1):
+                scores, seconds = run_model(
+                    model, epochs, args.batch_size, args.evaluate_every, completion
+                )
+            last_step = model.step_size_history_["step_size"][-1]
+            results.setdefault(name, []).append(
+                (final_score(scores), last_step, seconds)
+            )
+            print(f"seed {seed}: {name}: {results[name][-1]}", flush=True)
+
+    best_constant = max(
+        (name for name in results if name.startswith("Constant")),
+        key=lambda name: np.mean([score for score, _, _ in results[name]]),
+    )
+    reference = np.array([score for score, _, _ in results[REFERENCE]])
+    header = [
+        "Model",
+        "Log pred./word",
+        f"vs {REFERENCE}",
+        "Last step size",
+        "Seconds",
+    ]
+    rows = []
+    for name, values in results.items():
+        scores, last_steps, seconds = map(np.array, zip(*values))
+        label = f"{name} (best constant)" if name == best_constant else name
+        rows.append(
+            [
+                label,
+                mean_spread(scores, 4),
+                mean_spread(scores - reference, 4, sign="+"),
+                f"{np.median(last_steps):.2e}",
+                mean_spread(seconds, 1),
+            ]
+        )
+    n_updates = args.epochs * -(-n_train // args.batch_size)
+    settings = (
+        f"NewsArticles, {n_train} training documents, K={N_COMPONENTS}, "
+        f"minibatches of {args.batch_size}, {args.epochs} epochs "
+        f"({n_updates} updates, {args.epochs * n_train} documents seen by every "
+        f"model), measured every {args.evaluate_every} updates and scored by "
+        f"the mean of the last 10% of measurements; {args.seeds} seeds "
+        "(mean ± standard deviation; differences taken per seed; last step "
+        "size is the median over seeds)."
+    )
+    table = simple_table(header, rows)
+    print()
+    print(settings)
+    print(table)
+    write_results(RESULTS_PATH, [settings, table])
+
+
+if __name__ == "__main__":
+    main()
