@@ -23,7 +23,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, check_non_negative, validate_data
 
 from . import _lda_fast
-from ._mechanisms import AnnealingWeights, SparseStatistic
+from ._mechanisms import SparseStatistic
 from ._online import OnlineUpdateMixin
 from ._threads import thread_workers
 
@@ -212,7 +212,7 @@ class _OnlineLDA(
 
     # -- the model's part of the online update ------------------------------------
 
-    def _initial_natural(self, X, random_state):
+    def _initial_natural(self, X, n_total, random_state):
         # Hoffman et al. (2013) and scikit-learn: lambda ~ Gamma(100, 1/100),
         # drawn topic by topic as scikit-learn does and stored word by word.
         topic_word = random_state.gamma(100.0, 0.01, (self.n_components, X.shape[1]))
@@ -370,8 +370,13 @@ class _OnlineLDA(
         local = self._local_step(X, workers)
         return self._document_bound(local) / max(local.documents.counts.sum(), 1.0)
 
-    def _evaluation_converged(self, previous, current):
-        # perp_tol compares perplexities, exp(-per-word bound).
+    def _fit_converged(self):
+        """Whether the perplexities, exp(-per-word bound), of the last two
+        evaluations differ by less than ``perp_tol``."""
+        scores = self.evaluation_history_["score"]
+        if len(scores) < 2:
+            return False
+        previous, current = scores[-2:]
         return abs(np.exp(-previous) - np.exp(-current)) < self.perp_tol
 
     # -- public API ------------------------------------------------------------------
@@ -641,9 +646,6 @@ class SmoothedLDA(_OnlineLDA):
         self.verbose = verbose
         self.random_state = random_state
 
-    def _window_length(self):
-        return self.L
-
 
 class AnnealedLDA(_OnlineLDA):
     __doc__ = _estimator_docstring(
@@ -745,16 +747,6 @@ class AnnealedLDA(_OnlineLDA):
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.random_state = random_state
-
-    def _check_mechanisms(self):
-        if self.M > self.batch_size:
-            raise ValueError(
-                f"The effective minibatch size M={self.M} must not exceed "
-                f"batch_size={self.batch_size}."
-            )
-
-    def _make_annealing(self):
-        return AnnealingWeights(self.M, self.M_growth)
 
 
 class FilteredLDA(_OnlineLDA):

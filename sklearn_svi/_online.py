@@ -24,6 +24,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._mechanisms import (
     AdaptiveGain,
+    AnnealingWeights,
     ConstantStepSize,
     FilteredStepSize,
     GaussianFilter,
@@ -64,8 +65,9 @@ class OnlineUpdateMixin:
     A model using the mixin implements
 
     - ``_check_training_data(X, reset)``: validated training data;
-    - ``_initial_natural(X, random_state)``: the initial lambda, an array of
-      shape (n_params, n_components);
+    - ``_initial_natural(X, n_total, random_state)``: the initial lambda for
+      a data set of ``n_total`` samples, an array of shape
+      (n_params, n_components);
     - ``_local_statistic(X, workers, sample_weight)``: the minibatch mean
       statistic S_t, each sample's statistic multiplied by its weight (None
       for ones), as a :class:`~sklearn_svi._mechanisms.SparseStatistic`;
@@ -74,8 +76,12 @@ class OnlineUpdateMixin:
     - ``_prior_natural()``: eta, a scalar or an array shaped like lambda;
     - ``_evaluation_score(X, workers)``: a score of X, higher is better,
       recorded in ``evaluation_history_``;
-    - ``_evaluation_converged(previous, current)``: whether two successive
-      evaluation scores mean that ``fit`` can stop.
+    - ``_fit_converged()``: whether ``fit`` can stop after a pass.
+
+    It may also implement ``_after_pass(n_total)``, called after every pass
+    of ``fit`` and every ``partial_fit``, and ``_after_fit(converged)``.
+    Smoothing and annealing are switched on by the estimator's parameters
+    ``L`` and ``M`` (with ``M_growth``) when it has them.
 
     The estimator's parameters ``batch_size``, ``max_iter``, ``total_samples``,
     ``evaluate_every``, ``n_jobs``, ``verbose`` and ``random_state`` are read
@@ -112,19 +118,29 @@ class OnlineUpdateMixin:
 
     def _window_length(self):
         """Number of minibatch statistics averaged by the smoothing window."""
-        return 1
+        return getattr(self, "L", 1)
 
     def _make_annealing(self):
         """The annealing weights of SVI+, or None for plain minibatches."""
-        return None
+        if getattr(self, "M", None) is None:
+            return None
+        return AnnealingWeights(self.M, self.M_growth)
 
     def _check_mechanisms(self):
         """Check parameters that constrain each other; raise before any change."""
+        M = getattr(self, "M", None)
+        if M is not None and M > self.batch_size:
+            raise ValueError(
+                f"The effective minibatch size M={M} must not exceed "
+                f"batch_size={self.batch_size}."
+            )
 
     def _make_step_size(self):
-        """The step size schedule chosen by ``step_size``."""
+        """The step size chosen by ``step_size``: a schedule or a filter."""
         if self.step_size == "robbins-monro":
             return RobbinsMonroStepSize(self.learning_offset, self.learning_decay)
+        if isinstance(self.step_size, str):
+            return self._filtered_step_size(self.step_size)
         return ConstantStepSize(self.step_size)
 
     def _filtered_step_size(self, kind):
@@ -142,10 +158,16 @@ class OnlineUpdateMixin:
             gain, self._natural.shape, self._natural.dtype, MONTE_CARLO_BATCHES
         )
 
-    def _initialize_online(self, X):
+    def _after_pass(self, n_total):
+        """Hook run after each pass of ``fit`` and each ``partial_fit``."""
+
+    def _after_fit(self, converged):
+        """Hook run at the end of ``fit``."""
+
+    def _initialize_online(self, X, n_total):
         """Reset lambda, the mechanisms, the counters and the random state."""
         self.random_state_ = check_random_state(self.random_state)
-        self._natural = self._initial_natural(X, self.random_state_)
+        self._natural = self._initial_natural(X, n_total, self.random_state_)
         self._window = SmoothingWindow(
             self._window_length(), self._natural.shape, self._natural.dtype
         )
@@ -264,6 +286,7 @@ class OnlineUpdateMixin:
             rows = batch if order is None else order[batch]
             self._online_step(X[rows], n_total, X_val, workers)
         self.n_iter_ += 1
+        self._after_pass(n_total)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, *, X_val=None):
@@ -290,10 +313,15 @@ class OnlineUpdateMixin:
             The fitted estimator.
         """
         self._check_mechanisms()
-        X = self._check_training_data(X, reset=True)
+        warm = getattr(self, "warm_start", False) and hasattr(self, "_natural")
+        X = self._check_training_data(X, reset=not warm)
+        if warm:
+            X = X.astype(self._natural.dtype, copy=False)
         X_val = self._check_evaluation_data(X_val, X.dtype)
-        self._initialize_online(X)
         n_samples = X.shape[0]
+        if not warm:
+            self._initialize_online(X, n_samples)
+        converged = False
         with thread_workers(self.n_jobs) as pool:
             for _ in range(self.max_iter):
                 order = self.random_state_.permutation(n_samples)
@@ -303,9 +331,10 @@ class OnlineUpdateMixin:
                         f"[{type(self).__name__}] pass {self.n_iter_} "
                         f"of {self.max_iter}"
                     )
-                scores = self.evaluation_history_["score"]
-                if len(scores) >= 2 and self._evaluation_converged(*scores[-2:]):
+                converged = self._fit_converged()
+                if converged:
                     break
+        self._after_fit(converged)
         return self
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -340,7 +369,7 @@ class OnlineUpdateMixin:
             X = X.astype(self._natural.dtype, copy=False)
         X_val = self._check_evaluation_data(X_val, X.dtype)
         if first_call:
-            self._initialize_online(X)
+            self._initialize_online(X, self.total_samples)
         with thread_workers(self.n_jobs) as pool:
             self._run_pass(X, self.total_samples, X_val, pool)
         return self

@@ -36,7 +36,7 @@ def dense_reference_run(X, L, **params):
     """
     probe = SmoothedLDA(L=1, **params)
     X = probe._check_training_data(X, reset=True)
-    probe._initialize_online(X)
+    probe._initialize_online(X, params["total_samples"])
     topic_word = probe._natural.copy()
     eta = 1 / params["n_components"]
     statistics = []
