@@ -7,6 +7,7 @@ Paisley, Fazelnia & Barr (tuneable stochastic annealing) and Houlsby & Blei
 """
 
 from ._datasets import make_lda_corpus, match_topics
+from ._gaussian_mixture import SVIGaussianMixture
 from ._lda import AnnealedLDA, FilteredLDA, SmoothedLDA, top_words
 
 __version__ = "0.1.0.dev0"
@@ -14,6 +15,7 @@ __version__ = "0.1.0.dev0"
 __all__ = [
     "AnnealedLDA",
     "FilteredLDA",
+    "SVIGaussianMixture",
     "SmoothedLDA",
     "make_lda_corpus",
     "match_topics",

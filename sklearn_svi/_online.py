@@ -78,8 +78,9 @@ class OnlineUpdateMixin:
       recorded in ``evaluation_history_``;
     - ``_fit_converged()``: whether ``fit`` can stop after a pass.
 
-    It may also implement ``_after_pass(n_total)``, called after every pass
-    of ``fit`` and every ``partial_fit``, and ``_after_fit(converged)``.
+    It may also implement ``_after_update()``, called after every update of
+    lambda, ``_after_pass(n_total)``, after every pass of ``fit`` and every
+    ``partial_fit``, and ``_after_fit(converged)``.
     Smoothing and annealing are switched on by the estimator's parameters
     ``L`` and ``M`` (with ``M_growth``) when it has them.
 
@@ -158,6 +159,9 @@ class OnlineUpdateMixin:
             gain, self._natural.shape, self._natural.dtype, MONTE_CARLO_BATCHES
         )
 
+    def _after_update(self):
+        """Hook run after each update of lambda."""
+
     def _after_pass(self, n_total):
         """Hook run after each pass of ``fit`` and each ``partial_fit``."""
 
@@ -205,6 +209,7 @@ class OnlineUpdateMixin:
         if self._annealing is not None:
             # Negative weights can take lambda^ out of the feasible set.
             self.n_projected_ += self._project_natural(workers)
+        self._after_update()
 
         self._record_step_size(rho)
         if self.evaluate_every > 0 and self.n_batch_iter_ % self.evaluate_every == 0:
