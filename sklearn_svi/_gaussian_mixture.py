@@ -616,12 +616,14 @@ degrees_of_freedom_prior_, covariance_prior_
         natural = self._natural
         beta = natural[layout.beta]
         dof = natural[layout.dof]
-        means = (natural[layout.mean] / beta).T
+        # Contiguous copies: the products of the local step then take the same
+        # path, and round the same way, before and after pickling.
+        means = np.ascontiguousarray((natural[layout.mean] / beta).T)
         self.mean_precision_ = beta.copy()
         self.means_ = means
         d = layout.n_features
         if self.covariance_type in ("full", "tied"):
-            scales = natural[layout.scale].T.reshape(-1, d, d)
+            scales = np.ascontiguousarray(natural[layout.scale].T).reshape(-1, d, d)
             inverse_scales = scales - beta[:, None, None] * (
                 means[:, :, None] * means[:, None, :]
             )
@@ -638,7 +640,8 @@ degrees_of_freedom_prior_, covariance_prior_
             squares = means**2
             if self.covariance_type == "spherical":
                 squares = squares.mean(axis=1, keepdims=True)
-            inverse_scales = natural[layout.scale].T - beta[:, None] * squares
+            inverse_scales = np.ascontiguousarray(natural[layout.scale].T)
+            inverse_scales -= beta[:, None] * squares
             covariances = inverse_scales / dof[:, None]
             self.covariances_ = (
                 covariances[:, 0]
@@ -692,6 +695,7 @@ degrees_of_freedom_prior_, covariance_prior_
     def _log_responsibilities(self, X):
         """Per-sample log normaliser and log responsibilities."""
         weighted = self._expected_log_densities(X) + self._expected_log_weights()
+        weighted = weighted.astype(X.dtype, copy=False)
         log_norm = logsumexp(weighted, axis=1)
         return log_norm, weighted - log_norm[:, np.newaxis]
 
@@ -763,7 +767,7 @@ degrees_of_freedom_prior_, covariance_prior_
                 "passes: the lower bound still changed by more than tol. Try "
                 "more passes (max_iter), a larger tol, or a decaying step size.",
                 ConvergenceWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
 
     def _evaluation_score(self, X, workers):
