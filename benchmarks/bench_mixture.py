@@ -169,20 +169,24 @@ def run_large(n_samples, chunk):
     )
     order = np.random.RandomState(1).permutation(n_samples)
 
-    def reach_target():
-        seconds = 0.0
-        for start in range(0, 10 * n_samples, chunk):
-            rows = order[np.arange(start, start + chunk) % n_samples]
-            began = time.perf_counter()
-            model.partial_fit(X[rows])
-            seconds += time.perf_counter() - began
-            score = model.score(X_test)
-            print(f"  {start + chunk} samples: held-out {score:.4f}", flush=True)
-            if score >= target - 0.01 * abs(target):
-                return seconds, start + chunk, score
-        return seconds, None, score
-
-    (seconds, n_seen, score), _, svi_peak = measured(reach_target)
+    # Only the partial_fit calls are timed and traced, not the scoring.
+    seconds, svi_peak, n_seen = 0.0, 0.0, None
+    tracemalloc.start()
+    for start in range(0, 10 * n_samples, chunk):
+        rows = order[np.arange(start, start + chunk) % n_samples]
+        X_chunk = X[rows]
+        tracemalloc.reset_peak()
+        began = time.perf_counter()
+        model.partial_fit(X_chunk)
+        seconds += time.perf_counter() - began
+        svi_peak = max(svi_peak, tracemalloc.get_traced_memory()[1] / 2**20)
+        del X_chunk
+        score = model.score(X_test)
+        print(f"  {start + chunk} samples: held-out {score:.4f}", flush=True)
+        if score >= target - 0.01 * abs(target):
+            n_seen = start + chunk
+            break
+    tracemalloc.stop()
     header = ["Model", "Seconds", "Samples seen", "Held-out log-lik.", "Peak MiB"]
     rows = [
         [
@@ -210,7 +214,8 @@ def run_large(n_samples, chunk):
         "stopped at the first call after which its held-out log-likelihood is "
         "within 1% of BayesianGaussianMixture's. Seconds count fit or "
         "partial_fit only; peak memory is the peak of Python allocations "
-        "(tracemalloc) during them, the data excluded. Speed-up: "
+        "(tracemalloc) during them, the training data excluded (the chunk "
+        "passed to partial_fit and the fitted model included). Speed-up: "
         f"{reference_seconds / seconds:.1f}x; memory ratio "
         f"{reference_peak / svi_peak:.1f}x."
     )
