@@ -250,10 +250,12 @@ degrees_of_freedom_prior_, covariance_prior_
     >>> from sklearn_svi import SVIGaussianMixture
     >>> rng = np.random.RandomState(0)
     >>> X = np.vstack([rng.normal(-4, 1, (500, 2)), rng.normal(4, 1, (500, 2))])
-    >>> gmm = SVIGaussianMixture(n_components=5, batch_size=100,
-    ...                          random_state=0).fit(X)
+    >>> gmm = SVIGaussianMixture(n_components=5, batch_size=100, step_size=0.3,
+    ...                          max_iter=30, random_state=0).fit(X)
     >>> int(np.sum(gmm.weights_ > 0.05))
     2
+    >>> gmm.predict([[-4.0, -4.0], [4.0, 4.0]]).tolist()
+    [3, 0]
     """
 
     _parameter_constraints: dict = {

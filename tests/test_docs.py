@@ -1,8 +1,16 @@
-"""The documentation builds without a single Sphinx warning."""
+"""The documentation builds without a single Sphinx warning, and its
+examples run."""
 
+import doctest
 import subprocess
 import sys
+import warnings
 from pathlib import Path
+
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from sklearn_svi import _gaussian_mixture, _lda
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
@@ -30,3 +38,12 @@ def test_docs_build_without_warnings(tmp_path):
         f"sphinx exited with {result.returncode}\n"
         f"--- stdout ---\n{result.stdout}\n--- stderr ---\n{result.stderr}"
     )
+
+
+@pytest.mark.parametrize("module", [_lda, _gaussian_mixture])
+def test_docstring_examples(module):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0
+    assert result.failed == 0
