@@ -467,6 +467,7 @@ degrees_of_freedom_prior_, covariance_prior_
         )
         resp = self._initial_responsibilities(X, random_state)
         statistic = self._sufficient_statistics(X, resp, entropy=0.0)
+        # Stored at once: the prior and the attributes are read from it.
         self._natural = statistic * (n_total / X.shape[0])
         self._natural += self._prior_natural()
         self._update_attributes()
@@ -753,7 +754,7 @@ degrees_of_freedom_prior_, covariance_prior_
     def _after_update(self):
         self._update_attributes()
 
-    def _after_pass(self, n_total):
+    def _after_pass(self):
         self.lower_bound_ = self._compute_lower_bound()
         self.lower_bounds_.append(self.lower_bound_)
 

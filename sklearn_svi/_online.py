@@ -79,7 +79,7 @@ class OnlineUpdateMixin:
     - ``_fit_converged()``: whether ``fit`` can stop after a pass.
 
     It may also implement ``_after_update()``, called after every update of
-    lambda, ``_after_pass(n_total)``, after every pass of ``fit`` and every
+    lambda, ``_after_pass()``, after every pass of ``fit`` and every
     ``partial_fit``, and ``_after_fit(converged)``.
     Smoothing and annealing are switched on by the estimator's parameters
     ``L`` and ``M`` (with ``M_growth``) when it has them.
@@ -162,7 +162,7 @@ class OnlineUpdateMixin:
     def _after_update(self):
         """Hook run after each update of lambda."""
 
-    def _after_pass(self, n_total):
+    def _after_pass(self):
         """Hook run after each pass of ``fit`` and each ``partial_fit``."""
 
     def _after_fit(self, converged):
@@ -291,7 +291,7 @@ class OnlineUpdateMixin:
             rows = batch if order is None else order[batch]
             self._online_step(X[rows], n_total, X_val, workers)
         self.n_iter_ += 1
-        self._after_pass(n_total)
+        self._after_pass()
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, *, X_val=None):
