@@ -294,7 +294,10 @@ class _OnlineLDA(
         exp_word_topic = np.empty(
             (words.size, self.n_components), dtype=self._natural.dtype
         )
-        topic_totals = self._natural.sum(axis=0, dtype=np.float64)
+        topic_totals = workers.sum_over_rows(
+            lambda span: self._natural[span].sum(axis=0, dtype=np.float64),
+            len(self._natural),
+        )
         workers.run(
             _kernel.exp_dirichlet_expectation_rows,
             [

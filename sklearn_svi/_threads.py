@@ -9,7 +9,6 @@ do not depend on the number of threads.
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
-import numpy as np
 from joblib import effective_n_jobs
 
 
@@ -64,7 +63,7 @@ class Workers:
             Non-empty (unless ``n_rows`` is 0), contiguous and in order.
         """
         n_blocks = max(min(self.n_threads, n_rows), 1)
-        bounds = np.linspace(0, n_rows, n_blocks + 1).astype(np.intp)
+        bounds = [n_rows * block // n_blocks for block in range(n_blocks + 1)]
         return [slice(start, stop) for start, stop in zip(bounds[:-1], bounds[1:])]
 
     def sum_over_rows(self, function, n_rows, block_rows=4096):
