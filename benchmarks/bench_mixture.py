@@ -266,7 +266,7 @@ def run_clusters(n_seeds, n_samples):
         for name, model in models.items():
             found[name].append(clusters_found(model.fit(X), X))
         print(seed, {name: values[-1] for name, values in found.items()}, flush=True)
-    header = ["Method", *[f"{k} clusters" for k in range(1, 9)], "Mean"]
+    header = ["Clusters found", *[str(k) for k in range(1, 9)], "Mean"]
     rows = []
     for name, values in found.items():
         counts = np.bincount(values, minlength=9)
