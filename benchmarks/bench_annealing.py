@@ -21,12 +21,10 @@ import numpy as np
 
 from sklearn_svi import AnnealedLDA, SmoothedLDA
 
-from bench_lda import complete_documents, log_predictive, split_documents
-from corpus import load_counts
+from bench_lda import held_out_split, log_predictive, shuffled_epochs
 from tables import mean_spread, simple_table, write_results
 
 RESULTS_PATH = Path(__file__).resolve().parent / "results" / "annealing.rst"
-HELD_OUT_FRACTION = 0.1
 N_COMPONENTS = 50
 
 
@@ -82,16 +80,12 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     rng = np.random.default_rng(0)
-    X, _ = load_counts()
-    X = X.astype(np.float64)
-    X_train, X_held_out = split_documents(X, HELD_OUT_FRACTION, rng)
-    completion = complete_documents(X_held_out, rng)
+    _, _, X_train, completion = held_out_split(rng)
     n_train = X_train.shape[0]
 
     scores = {}
     for seed in range(args.seeds):
-        order_rng = np.random.default_rng(seed)
-        epochs = [X_train[order_rng.permutation(n_train)] for _ in range(args.epochs)]
+        epochs = shuffled_epochs(X_train, args.epochs, seed)
         for name, model in make_models(args.b, n_train, args.epochs, seed).items():
             start = time.perf_counter()
             for X_epoch in epochs:

@@ -23,12 +23,10 @@ from threadpoolctl import threadpool_limits
 
 from sklearn_svi import FilteredLDA, SmoothedLDA
 
-from bench_lda import complete_documents, log_predictive, split_documents
-from corpus import load_counts
+from bench_lda import held_out_split, log_predictive, shuffled_epochs
 from tables import mean_spread, simple_table, write_results
 
 RESULTS_PATH = Path(__file__).resolve().parent / "results" / "filtering.rst"
-HELD_OUT_FRACTION = 0.1
 N_COMPONENTS = 50
 REFERENCE = "Robbins-Monro"
 CONSTANT_RATES = [1e-1, 1e-2, 1e-3, 1e-4, 1e-5]
@@ -133,16 +131,12 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     rng = np.random.default_rng(0)
-    X, _ = load_counts()
-    X = X.astype(np.float64)
-    X_train, X_held_out = split_documents(X, HELD_OUT_FRACTION, rng)
-    completion = complete_documents(X_held_out, rng)
+    _, _, X_train, completion = held_out_split(rng)
     n_train = X_train.shape[0]
 
     results = {}
     for seed in range(args.seeds):
-        order_rng = np.random.default_rng(seed)
-        epochs = [X_train[order_rng.permutation(n_train)] for _ in range(args.epochs)]
+        epochs = shuffled_epochs(X_train, args.epochs, seed)
         for name, model in make_models(args.batch_size, n_train, seed).items():
             with threadpool_limits(1):
                 scores, seconds = run_model(

@@ -101,6 +101,37 @@ def split_documents(X, fraction, rng):
     return X[np.sort(order[n_held_out:])], X[np.sort(order[:n_held_out])]
 
 
+def held_out_split(rng):
+    """NewsArticles in float64, split once for every benchmark.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        Source of the split of the documents and of their tokens.
+
+    Returns
+    -------
+    X : scipy.sparse.csr_matrix
+        All the documents.
+    vocabulary : ndarray of str
+        The words of the columns.
+    X_train : scipy.sparse.csr_matrix
+        The training documents.
+    completion : DocumentCompletion
+        The held-out documents, split for document completion.
+    """
+    X, vocabulary = load_counts()
+    X = X.astype(np.float64)
+    X_train, X_held_out = split_documents(X, HELD_OUT_FRACTION, rng)
+    return X, vocabulary, X_train, complete_documents(X_held_out, rng)
+
+
+def shuffled_epochs(X, n_epochs, seed):
+    """``n_epochs`` copies of the rows of ``X``, each in a new random order."""
+    rng = np.random.default_rng(seed)
+    return [X[rng.permutation(X.shape[0])] for _ in range(n_epochs)]
+
+
 def complete_documents(X, rng):
     """Split each document's tokens at random into two halves.
 
@@ -401,12 +432,9 @@ def main(argv=None):
     batch_size = 256
 
     rng = np.random.default_rng(SEED)
-    X, vocabulary = load_counts()
-    X = X.astype(np.float64)
-    X_train, X_held_out = split_documents(X, HELD_OUT_FRACTION, rng)
+    X, vocabulary, X_train, completion = held_out_split(rng)
     if args.quick:
         X_train = X_train[:QUICK_DOCUMENTS]
-    completion = complete_documents(X_held_out, rng)
     n_train = X_train.shape[0]
 
     facts = [
@@ -432,8 +460,7 @@ def main(argv=None):
     # keeps every model single-threaded unless it says otherwise.
     with threadpool_limits(limits=1, user_api="blas"):
         for seed in seeds:
-            order_rng = np.random.default_rng(seed)
-            epochs = [X_train[order_rng.permutation(n_train)] for _ in range(n_epochs)]
+            epochs = shuffled_epochs(X_train, n_epochs, seed)
             models = make_models(n_components, batch_size, n_train, X.shape[1], seed)
             for name, model in models.items():
                 print(f"Seed {seed}: fitting {name} ...", flush=True)
