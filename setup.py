@@ -1,8 +1,9 @@
-"""Build the compiled LDA kernel; all other metadata lives in pyproject.toml.
+"""Build the compiled modules; all other metadata lives in pyproject.toml.
 
-The kernel is built twice from the same source: ``_lda_fast`` for any
+The LDA kernel is built twice from the same source: ``_lda_fast`` for any
 processor, and on x86-64 with GCC or Clang also ``_lda_fast_avx2`` with AVX2
 and FMA instructions, which the package uses where the processor has them.
+``_update_fast`` holds the row operations of the shared online update.
 """
 
 import platform
@@ -16,20 +17,26 @@ UNIX_LIKE = sys.platform != "win32"
 X86_64 = platform.machine().lower() in {"x86_64", "amd64"}
 
 
-def kernel_extension(name, extra_flags=()):
-    # -O3 lets GCC and Clang vectorise the kernel's loops over topics.
+def compiled_extension(name, extra_flags=(), depends=()):
+    # -O3 lets GCC and Clang vectorise the loops over topics.
     return Extension(
         f"sklearn_svi.{name}",
         [f"sklearn_svi/{name}.pyx"],
         include_dirs=[np.get_include()],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_9_API_VERSION")],
         extra_compile_args=["-O3", *extra_flags] if UNIX_LIKE else [],
-        depends=["sklearn_svi/_lda_kernel.pxi"],
+        depends=list(depends),
     )
 
 
-extensions = [kernel_extension("_lda_fast")]
+LDA_KERNEL = ["sklearn_svi/_lda_kernel.pxi"]
+extensions = [
+    compiled_extension("_lda_fast", depends=LDA_KERNEL),
+    compiled_extension("_update_fast"),
+]
 if UNIX_LIKE and X86_64:
-    extensions.append(kernel_extension("_lda_fast_avx2", ["-mavx2", "-mfma"]))
+    extensions.append(
+        compiled_extension("_lda_fast_avx2", ["-mavx2", "-mfma"], depends=LDA_KERNEL)
+    )
 
 setup(ext_modules=cythonize(extensions, compiler_directives={"language_level": "3"}))

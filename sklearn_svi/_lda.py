@@ -127,22 +127,6 @@ def _select_kernel():
 _kernel = _select_kernel()
 
 
-def _document_chunks(documents, n_threads):
-    """Ranges of documents with about equal numbers of non-zeros.
-
-    Several chunks per thread balance the load, as documents need different
-    numbers of fixed-point iterations.
-    """
-    if n_threads <= 1:
-        return [(0, documents.n_documents)]
-    n_chunks = min(4 * n_threads, documents.n_documents)
-    nnz_targets = np.linspace(0, documents.indptr[-1], n_chunks + 1)
-    bounds = np.searchsorted(documents.indptr, nnz_targets)
-    bounds[0], bounds[-1] = 0, documents.n_documents
-    bounds = np.unique(bounds)
-    return list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
-
-
 def _raise_to_floor(values, floor, span):
     """Set ``values[span]`` below ``floor`` to ``floor``; return how many."""
     block = values[span]
@@ -330,12 +314,11 @@ class _OnlineLDA(
             self.max_doc_update_iter,
             float(self.mean_change_tol),
         )
+        # Each thread takes documents one at a time from the shared counter.
+        next_document = np.zeros(1, dtype=np.intp)
         workers.run(
             _kernel.infer_documents,
-            [
-                (*shared, *chunk)
-                for chunk in _document_chunks(documents, workers.n_threads)
-            ],
+            [(*shared, next_document)] * workers.n_threads,
         )
         return _LocalFit(
             documents, doc_topic, exp_doc_topic, exp_word_topic, count_ratio

@@ -49,6 +49,27 @@ cdef extern from *:
     double _exp "sklearn_svi_exp"(double a) noexcept nogil
 
 
+cdef extern from *:
+    """
+    #if defined(_MSC_VER)
+    #include <intrin.h>
+    #endif
+
+    /* Atomically add one to *counter and return its previous value. */
+    static inline Py_ssize_t sklearn_svi_claim(Py_ssize_t* counter)
+    {
+    #if defined(_MSC_VER) && defined(_WIN64)
+        return (Py_ssize_t) _InterlockedExchangeAdd64((volatile __int64*) counter, 1);
+    #elif defined(_MSC_VER)
+        return (Py_ssize_t) _InterlockedExchangeAdd((volatile long*) counter, 1);
+    #else
+        return __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
+    #endif
+    }
+    """
+    Py_ssize_t _claim "sklearn_svi_claim"(Py_ssize_t* counter) noexcept nogil
+
+
 def fast_exp(double a):
     """The kernel's exponential (exposed for testing)."""
     return _exp(a)
@@ -306,10 +327,15 @@ def infer_documents(
     double doc_topic_prior,
     Py_ssize_t max_iter,
     double mean_change_tol,
-    Py_ssize_t start,
-    Py_ssize_t stop,
+    Py_ssize_t[::1] next_document,
 ):
-    """Run the local fixed point for documents ``start`` to ``stop - 1``.
+    """Run the local fixed point for documents taken one at a time.
+
+    Every thread of a minibatch calls this function with the same arguments:
+    each claims the next document not yet taken by atomically incrementing
+    ``next_document[0]``, until all are done. A slow thread thus takes fewer
+    documents, and a document's result does not depend on which thread
+    computes it.
 
     Parameters
     ----------
@@ -331,15 +357,17 @@ def infer_documents(
         Maximum number of fixed-point iterations per document.
     mean_change_tol : float
         Stop when the mean absolute change of gamma is below this value.
-    start, stop : int
-        The range of documents (rows) to process.
+    next_document : ndarray of shape (1,)
+        The shared counter of claimed documents, 0 before the first call.
 
     Returns
     -------
     n_iter : int
-        Total number of fixed-point iterations over the processed documents.
+        Total number of fixed-point iterations over the documents this call
+        processed.
     """
     cdef Py_ssize_t n_topics = exp_word_topic.shape[1]
+    cdef Py_ssize_t n_documents = indptr.shape[0] - 1
     cdef Py_ssize_t d, j, k, it, begin, n_words, longest = 0
     cdef Py_ssize_t n_iter = 0
     cdef floating eps = FLT_EPSILON if floating is float else DBL_EPSILON
@@ -354,7 +382,7 @@ def infer_documents(
     cdef floating* ratio
     cdef const floating* row
 
-    for d in range(start, stop):
+    for d in range(n_documents):
         longest = max(longest, indptr[d + 1] - indptr[d])
 
     with nogil:
@@ -366,7 +394,10 @@ def infer_documents(
             with gil:
                 raise MemoryError()
         topic_sum = block + longest * n_topics
-        for d in range(start, stop):
+        while True:
+            d = _claim(&next_document[0])
+            if d >= n_documents:
+                break
             begin = indptr[d]
             n_words = indptr[d + 1] - begin
             for j in range(n_words):

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._threads import Workers
+from ._update_fast import add_rows
 
 SERIAL = Workers(1)
 
@@ -98,10 +99,17 @@ class SmoothingWindow:
     def _replace(self, oldest, newest, span):
         """sum <- sum - S_{t-L} + S_t on the rows of ``span`` (eq. 11)."""
         if oldest is not None:
-            rows, block = oldest.restricted_to(span)
-            self.total[rows] -= block
-        rows, block = newest.restricted_to(span)
-        self.total[rows] += block
+            self._add(oldest, span, subtract=True)
+        self._add(newest, span, subtract=False)
+
+    def _add(self, statistic, span, subtract):
+        rows, block = statistic.restricted_to(span)
+        add_rows(
+            self.total,
+            np.asarray(rows, dtype=np.intp),
+            np.ascontiguousarray(block, dtype=self.total.dtype),
+            subtract,
+        )
 
     @property
     def count(self):

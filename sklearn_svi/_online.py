@@ -33,6 +33,7 @@ from ._mechanisms import (
     StudentTFilter,
 )
 from ._threads import thread_workers
+from ._update_fast import convex_combination
 
 # Minibatches drawn at the initial lambda to start a filter's noise estimates.
 MONTE_CARLO_BATCHES = 5
@@ -50,13 +51,6 @@ def _form_target(target, total, scale, prior, span):
     """target = eta + N S~_t on the rows of ``span``, with S~_t = total / count."""
     np.multiply(total[span], scale, out=target[span])
     target[span] += _rows_of(prior, span)
-
-
-def _convex_combination(natural, target, rho, span):
-    """lambda = (1 - rho) lambda + rho target on the rows of ``span``."""
-    natural[span] *= 1.0 - rho
-    target[span] *= rho
-    natural[span] += target[span]
 
 
 class OnlineUpdateMixin:
@@ -202,9 +196,13 @@ class OnlineUpdateMixin:
 
         target = self._target(self._window, n_total, workers)
         rho = self._step_size(self.n_batch_iter_, target, self._natural, workers)
+        # lambda = (1 - rho) lambda + rho lambda^, one pass over each row block.
         workers.run(
-            _convex_combination,
-            [(self._natural, target, rho, span) for span in self._row_spans(workers)],
+            convex_combination,
+            [
+                (self._natural, target, rho, span.start, span.stop)
+                for span in self._row_spans(workers)
+            ],
         )
         if self._annealing is not None:
             # Negative weights can take lambda^ out of the feasible set.

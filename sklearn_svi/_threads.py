@@ -6,21 +6,30 @@ value is computed the same way whichever thread computes it, so the results
 do not depend on the number of threads.
 """
 
-from concurrent.futures import ThreadPoolExecutor
+import itertools
+from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
 
 from joblib import effective_n_jobs
+
+# Row blocks per thread in ``Workers.row_blocks``.
+BLOCKS_PER_THREAD = 4
 
 
 class Workers:
     """Run chunks of work on a number of threads.
 
+    The calling thread is one of them: it and ``n_threads - 1`` helper
+    threads take the chunks one at a time, in order, until none is left, so
+    a thread that runs slow (a busy core, a long chunk) takes fewer chunks.
+
     Parameters
     ----------
     n_threads : int
-        Number of threads.
+        Number of threads, the calling one included.
     executor : ThreadPoolExecutor or None
-        The threads; None runs the chunks one after the other.
+        The ``n_threads - 1`` helper threads; None runs the chunks one after
+        the other on the calling thread.
     """
 
     def __init__(self, n_threads, executor=None):
@@ -42,15 +51,33 @@ class Workers:
         results : list
             The value of each call, in the order of ``argument_lists``.
         """
+        argument_lists = list(argument_lists)
         if self.executor is None:
             return [function(*arguments) for arguments in argument_lists]
-        futures = [
-            self.executor.submit(function, *arguments) for arguments in argument_lists
-        ]
-        return [future.result() for future in futures]
+        results = [None] * len(argument_lists)
+        # next() on a count is atomic under the GIL: each chunk is taken once.
+        claims = itertools.count()
+
+        def take_chunks():
+            while (index := next(claims)) < len(argument_lists):
+                results[index] = function(*argument_lists[index])
+
+        n_helpers = min(self.n_threads, len(argument_lists)) - 1
+        helpers = [self.executor.submit(take_chunks) for _ in range(n_helpers)]
+        try:
+            take_chunks()
+        finally:
+            # No helper may still write to shared arrays once run returns.
+            wait(helpers)
+        for helper in helpers:
+            helper.result()
+        return results
 
     def row_blocks(self, n_rows):
-        """Split ``range(n_rows)`` into one contiguous slice per thread.
+        """Split ``range(n_rows)`` into contiguous slices for the threads.
+
+        With several threads there are ``BLOCKS_PER_THREAD`` slices per
+        thread, so that a thread that runs slow takes fewer of them.
 
         Parameters
         ----------
@@ -62,7 +89,8 @@ class Workers:
         blocks : list of slice
             Non-empty (unless ``n_rows`` is 0), contiguous and in order.
         """
-        n_blocks = max(min(self.n_threads, n_rows), 1)
+        n_wanted = 1 if self.n_threads == 1 else BLOCKS_PER_THREAD * self.n_threads
+        n_blocks = max(min(n_wanted, n_rows), 1)
         bounds = [n_rows * block // n_blocks for block in range(n_blocks + 1)]
         return [slice(start, stop) for start, stop in zip(bounds[:-1], bounds[1:])]
 
@@ -100,11 +128,11 @@ def thread_workers(n_jobs):
     Yields
     ------
     workers : Workers
-        Their threads are shut down on exit.
+        The calling thread and ``n_threads - 1`` helpers, shut down on exit.
     """
     n_threads = effective_n_jobs(n_jobs)
     if n_threads <= 1:
         yield Workers(1)
         return
-    with ThreadPoolExecutor(n_threads) as executor:
+    with ThreadPoolExecutor(n_threads - 1) as executor:
         yield Workers(n_threads, executor)
