@@ -14,10 +14,13 @@ Run ``python benchmarks/bench_lda.py``; ``--quick`` is a short smoke test.
 """
 
 import argparse
+import multiprocessing
 import os
 import platform
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -269,8 +272,8 @@ class GensimOnlineLDA:
         return self.model.state.get_lambda()
 
 
-def make_models(n_components, batch_size, n_train, n_features, seed):
-    """The models compared, with identical settings.
+def shared_settings(n_components, batch_size, n_train, seed):
+    """The settings every model of the comparison shares, by scikit-learn's names.
 
     Parameters
     ----------
@@ -280,17 +283,14 @@ def make_models(n_components, batch_size, n_train, n_features, seed):
         Number of documents per minibatch.
     n_train : int
         Number of training documents, the ``total_samples`` of the updates.
-    n_features : int
-        Vocabulary size.
     seed : int
-        Seed of the initial topics, the same for every model.
+        Seed of the initial topics.
 
     Returns
     -------
-    models : dict of str to estimator
-        Unfitted models by label, scikit-learn's first.
+    settings : dict
     """
-    common = dict(
+    return dict(
         n_components=n_components,
         batch_size=batch_size,
         learning_offset=10.0,
@@ -300,16 +300,38 @@ def make_models(n_components, batch_size, n_train, n_features, seed):
         mean_change_tol=1e-3,
         random_state=seed,
     )
+
+
+def plain_svi(n_jobs, **settings):
+    """``SmoothedLDA(L=1)`` on ``n_jobs`` threads (picklable through partial)."""
+    return SmoothedLDA(L=1, n_jobs=n_jobs, **settings)
+
+
+def make_models(settings, n_features):
+    """The models compared, with identical settings.
+
+    Parameters
+    ----------
+    settings : dict
+        The shared settings, from :func:`shared_settings`.
+    n_features : int
+        Vocabulary size.
+
+    Returns
+    -------
+    models : dict of str to estimator
+        Unfitted models by label, scikit-learn's first.
+    """
     return {
         REFERENCE: LatentDirichletAllocation(
-            learning_method="online", n_jobs=1, **common
+            learning_method="online", n_jobs=1, **settings
         ),
-        "SmoothedLDA L=1": SmoothedLDA(L=1, n_jobs=1, **common),
-        "SmoothedLDA L=10": SmoothedLDA(L=10, n_jobs=1, **common),
-        "SmoothedLDA L=1 n_jobs=2": SmoothedLDA(L=1, n_jobs=2, **common),
+        "SmoothedLDA L=1": plain_svi(1, **settings),
+        "SmoothedLDA L=10": SmoothedLDA(L=10, n_jobs=1, **settings),
+        "SmoothedLDA L=1 n_jobs=2": plain_svi(2, **settings),
         "gensim LdaModel online": GensimOnlineLDA(
             n_features=n_features,
-            **{key: value for key, value in common.items() if key != "total_samples"},
+            **{key: value for key, value in settings.items() if key != "total_samples"},
         ),
     }
 
@@ -340,6 +362,88 @@ def run_model(model, epochs, completion):
         model.partial_fit(data)
         seconds.append(time.perf_counter() - start)
     return float(np.mean(seconds)), log_predictive(model, completion)
+
+
+def _fit_seconds(model, epochs):
+    """Seconds of ``partial_fit`` on each epoch, BLAS on one thread."""
+    seconds = []
+    with threadpool_limits(limits=1, user_api="blas"):
+        for X_epoch in epochs:
+            start = time.perf_counter()
+            model.partial_fit(X_epoch)
+            seconds.append(time.perf_counter() - start)
+    return seconds
+
+
+def paired_thread_speedups(make_model, epochs, n_rounds):
+    """Speed-ups of two threads over one, from epochs timed side by side.
+
+    A virtual machine's cores change speed with the load of its neighbours,
+    often for seconds at a time, so two fits timed one after the other can
+    meet different machines. Here, in each round, a model with
+    ``n_jobs=1`` and one with ``n_jobs=2`` fit the same epochs, epoch by
+    epoch in alternating order, and each epoch gives the ratio of their
+    times.
+
+    Parameters
+    ----------
+    make_model : callable
+        ``make_model(n_jobs)`` returns an unfitted model.
+    epochs : list of scipy.sparse.csr_matrix
+        The shuffled training documents of each epoch.
+    n_rounds : int
+        Number of pairs of fits.
+
+    Returns
+    -------
+    speedups : ndarray of shape (n_rounds * n_epochs,)
+        The time with ``n_jobs=1`` over the time with ``n_jobs=2``, per epoch.
+    """
+    speedups = []
+    for round_index in range(n_rounds):
+        one, two = make_model(1), make_model(2)
+        for epoch_index, X_epoch in enumerate(epochs):
+            order = [one, two] if (round_index + epoch_index) % 2 == 0 else [two, one]
+            seconds = {id(model): _fit_seconds(model, [X_epoch])[0] for model in order}
+            speedups.append(seconds[id(one)] / seconds[id(two)])
+    return np.array(speedups)
+
+
+def two_process_throughputs(make_model, epochs, n_rounds):
+    """How much work the machine does with both cores busy, as a ceiling.
+
+    Each round times a single-threaded fit alone in one worker process,
+    then two identical fits at the same time in two processes, which share
+    nothing. Their throughput relative to the fit alone is what two
+    perfectly independent copies of the workload get from this machine at
+    that moment: the most two threads could gain.
+
+    Parameters
+    ----------
+    make_model : callable
+        ``make_model(n_jobs)`` returns an unfitted model; it must be
+        picklable.
+    epochs : list of scipy.sparse.csr_matrix
+        The shuffled training documents of each epoch.
+    n_rounds : int
+        Number of rounds.
+
+    Returns
+    -------
+    throughputs : ndarray of shape (n_rounds,)
+        2 x (seconds alone) / (seconds of the slower of the two together).
+    """
+    throughputs = []
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(2, mp_context=context) as processes:
+        # Start both workers and import everything before timing.
+        list(processes.map(_fit_seconds, [make_model(1)] * 2, [epochs[:1]] * 2))
+        for _ in range(n_rounds):
+            alone = sum(processes.submit(_fit_seconds, make_model(1), epochs).result())
+            pair = [processes.submit(_fit_seconds, make_model(1), epochs) for _ in "ab"]
+            together = max(sum(future.result()) for future in pair)
+            throughputs.append(2 * alone / together)
+    return np.array(throughputs)
 
 
 def window_memory(model):
@@ -418,6 +522,12 @@ def main(argv=None):
         "--seeds", type=int, default=N_SEEDS, help="number of seeds (default 3)"
     )
     parser.add_argument(
+        "--thread-rounds",
+        type=int,
+        default=5,
+        help="rounds of the paired n_jobs=1 / n_jobs=2 timing (default 5)",
+    )
+    parser.add_argument(
         "--quick",
         action="store_true",
         help=(
@@ -461,7 +571,8 @@ def main(argv=None):
     with threadpool_limits(limits=1, user_api="blas"):
         for seed in seeds:
             epochs = shuffled_epochs(X_train, n_epochs, seed)
-            models = make_models(n_components, batch_size, n_train, X.shape[1], seed)
+            settings = shared_settings(n_components, batch_size, n_train, seed)
+            models = make_models(settings, X.shape[1])
             for name, model in models.items():
                 print(f"Seed {seed}: fitting {name} ...", flush=True)
                 measurements.setdefault(name, []).append(
@@ -472,13 +583,24 @@ def main(argv=None):
         Result(name, *map(np.array, zip(*values)))
         for name, values in measurements.items()
     ]
-    by_name = {result.name: result for result in results}
-    threads_speedup = np.mean(
-        by_name["SmoothedLDA L=1"].seconds_per_epoch
-        / by_name["SmoothedLDA L=1 n_jobs=2"].seconds_per_epoch
+    print("Timing n_jobs=1 against n_jobs=2 epoch by epoch ...", flush=True)
+    make_plain_svi = partial(
+        plain_svi, **shared_settings(n_components, batch_size, n_train, SEED)
     )
+    epochs = shuffled_epochs(X_train, n_epochs, SEED)
+    n_rounds = 1 if args.quick else args.thread_rounds
+    speedups = paired_thread_speedups(make_plain_svi, epochs, n_rounds)
+    print("Timing two single-threaded fits in two processes ...", flush=True)
+    throughputs = two_process_throughputs(make_plain_svi, epochs, n_rounds)
     summary = (
-        f"SmoothedLDA L=1, n_jobs=2 vs n_jobs=1: speed-up {threads_speedup:.2f}.\n\n"
+        f"SmoothedLDA L=1, n_jobs=2 vs n_jobs=1, {speedups.size} epochs timed "
+        f"side by side ({n_rounds} rounds of {n_epochs}): speed-up median "
+        f"{np.median(speedups):.2f}, quartiles {np.percentile(speedups, 25):.2f} "
+        f"to {np.percentile(speedups, 75):.2f}, best {np.max(speedups):.2f}. "
+        f"The machine itself, running two single-threaded fits in two "
+        f"processes at once ({n_rounds} rounds): throughput median "
+        f"{np.median(throughputs):.2f} times one fit alone, range "
+        f"{np.min(throughputs):.2f} to {np.max(throughputs):.2f}.\n\n"
         f"Smoothing window of SmoothedLDA L=10 after the last epoch: "
         f"{sparse_bytes / 2**20:.1f} MiB stored sparsely, against "
         f"{dense_bytes / 2**20:.1f} MiB for the same statistics stored densely "

@@ -1,0 +1,95 @@
+"""The thread pool of the update and the compiled row operations."""
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from sklearn_svi._threads import Workers, thread_workers
+from sklearn_svi._update_fast import add_rows, convex_combination
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2, 3])
+def test_every_chunk_runs_once_and_results_keep_their_order(n_jobs):
+    calls = []
+
+    def chunk(index):
+        calls.append(index)
+        time.sleep(0.001 * (index % 3))
+        return index * index
+
+    with thread_workers(n_jobs) as workers:
+        results = workers.run(chunk, [(index,) for index in range(25)])
+    assert results == [index * index for index in range(25)]
+    assert sorted(calls) == list(range(25))
+
+
+def test_calling_thread_takes_chunks_too():
+    caller = threading.get_ident()
+    with thread_workers(2) as workers:
+        idents = workers.run(
+            lambda: (time.sleep(0.01), threading.get_ident())[1], [()] * 8
+        )
+    assert caller in idents
+    assert len(set(idents)) == 2
+
+
+def test_failed_chunk_raises_after_the_other_chunks_finished():
+    finished = []
+
+    def chunk(index):
+        if index == 0:
+            raise ValueError("chunk 0 failed")
+        time.sleep(0.005)
+        finished.append(index)
+
+    with thread_workers(2) as workers:
+        with pytest.raises(ValueError, match="chunk 0 failed"):
+            workers.run(chunk, [(index,) for index in range(6)])
+        # Nothing runs on after run() has raised.
+        count = len(finished)
+        time.sleep(0.05)
+        assert len(finished) == count == 5
+
+
+@pytest.mark.parametrize("n_threads", [1, 2, 3])
+@pytest.mark.parametrize("n_rows", [0, 1, 5, 1000])
+def test_row_blocks_cover_the_rows_in_order(n_threads, n_rows):
+    blocks = Workers(n_threads).row_blocks(n_rows)
+    covered = [row for block in blocks for row in range(n_rows)[block]]
+    assert covered == list(range(n_rows))
+    assert all(block.stop > block.start for block in blocks) or n_rows == 0
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_add_rows_matches_numpy(dtype):
+    rng = np.random.default_rng(0)
+    total = rng.random((40, 6)).astype(dtype)
+    rows = np.sort(rng.choice(40, size=15, replace=False)).astype(np.intp)
+    block = rng.random((15, 6)).astype(dtype)
+
+    expected = total.copy()
+    expected[rows] += block
+    added = total.copy()
+    add_rows(added, rows, block, False)
+    np.testing.assert_array_equal(added, expected)
+
+    expected[rows] -= block
+    add_rows(added, rows, block, True)
+    np.testing.assert_array_equal(added, expected)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_convex_combination_matches_numpy_on_its_rows(dtype):
+    rng = np.random.default_rng(1)
+    natural = rng.random((30, 4)).astype(dtype)
+    target = rng.random((30, 4)).astype(dtype)
+    rho = 0.3
+
+    expected = natural.copy()
+    expected[5:20] = (1.0 - rho) * expected[5:20] + rho * target[5:20]
+    convex_combination(natural, target, rho, 5, 20)
+    np.testing.assert_allclose(natural, expected, rtol=np.finfo(dtype).eps * 4)
+    np.testing.assert_array_equal(natural[:5], expected[:5])
+    np.testing.assert_array_equal(natural[20:], expected[20:])
