@@ -355,22 +355,33 @@ def run_model(model, epochs, completion):
     log_predictive : float
         Held-out per-word log predictive probability after the last epoch.
     """
-    seconds = []
-    for X_epoch in epochs:
-        data = model.prepare(X_epoch) if hasattr(model, "prepare") else X_epoch
-        start = time.perf_counter()
-        model.partial_fit(data)
-        seconds.append(time.perf_counter() - start)
+    seconds = epoch_seconds(model, epochs)
     return float(np.mean(seconds)), log_predictive(model, completion)
 
 
-def _fit_seconds(model, epochs):
-    """Seconds of ``partial_fit`` on each epoch, BLAS on one thread."""
+def epoch_seconds(model, epochs):
+    """Seconds of ``partial_fit`` on each epoch, BLAS on one thread.
+
+    A model with a ``prepare`` method (gensim's) gets each epoch converted
+    by it before the timed call.
+
+    Parameters
+    ----------
+    model : estimator
+        A model with ``partial_fit``, fitted further in place.
+    epochs : list of scipy.sparse.csr_matrix
+        The training documents of each epoch.
+
+    Returns
+    -------
+    seconds : list of float
+    """
     seconds = []
     with threadpool_limits(limits=1, user_api="blas"):
         for X_epoch in epochs:
+            data = model.prepare(X_epoch) if hasattr(model, "prepare") else X_epoch
             start = time.perf_counter()
-            model.partial_fit(X_epoch)
+            model.partial_fit(data)
             seconds.append(time.perf_counter() - start)
     return seconds
 
@@ -401,11 +412,13 @@ def paired_thread_speedups(make_model, epochs, n_rounds):
     """
     speedups = []
     for round_index in range(n_rounds):
-        one, two = make_model(1), make_model(2)
+        models = {n_jobs: make_model(n_jobs) for n_jobs in (1, 2)}
         for epoch_index, X_epoch in enumerate(epochs):
-            order = [one, two] if (round_index + epoch_index) % 2 == 0 else [two, one]
-            seconds = {id(model): _fit_seconds(model, [X_epoch])[0] for model in order}
-            speedups.append(seconds[id(one)] / seconds[id(two)])
+            order = (1, 2) if (round_index + epoch_index) % 2 == 0 else (2, 1)
+            seconds = {
+                n_jobs: epoch_seconds(models[n_jobs], [X_epoch])[0] for n_jobs in order
+            }
+            speedups.append(seconds[1] / seconds[2])
     return np.array(speedups)
 
 
@@ -437,11 +450,13 @@ def two_process_throughputs(make_model, epochs, n_rounds):
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(2, mp_context=context) as processes:
         # Start both workers and import everything before timing.
-        list(processes.map(_fit_seconds, [make_model(1)] * 2, [epochs[:1]] * 2))
+        list(processes.map(epoch_seconds, [make_model(1)] * 2, [epochs[:1]] * 2))
         for _ in range(n_rounds):
-            alone = sum(processes.submit(_fit_seconds, make_model(1), epochs).result())
-            pair = [processes.submit(_fit_seconds, make_model(1), epochs) for _ in "ab"]
-            together = max(sum(future.result()) for future in pair)
+            alone = sum(processes.submit(epoch_seconds, make_model(1), epochs).result())
+            fits = [
+                processes.submit(epoch_seconds, make_model(1), epochs) for _ in range(2)
+            ]
+            together = max(sum(fit.result()) for fit in fits)
             throughputs.append(2 * alone / together)
     return np.array(throughputs)
 

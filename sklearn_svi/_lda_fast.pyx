@@ -18,8 +18,8 @@ The block is gathered once per document into a contiguous buffer, word by
 word, so it stays in cache for all iterations. Each iteration first forms the
 normalisers of all words, which are independent sums the processor overlaps,
 then accumulates the topic sums as vectorisable updates over topics. The
-loops release the GIL: callers run disjoint ranges of documents on different
-threads.
+loops release the GIL: the threads of a minibatch take its documents one at a
+time from a shared counter.
 
 This module is built for any processor of its architecture; _lda_fast_avx2
 is the same code built with AVX2 and FMA instructions.
