@@ -29,7 +29,7 @@ def compiled_extension(name, extra_flags=(), depends=()):
     )
 
 
-LDA_KERNEL = ["sklearn_svi/_lda_kernel.pxi"]
+LDA_KERNEL = ["sklearn_svi/_lda_kernel.pxi", "sklearn_svi/_lda_sweep.h"]
 extensions = [
     compiled_extension("_lda_fast", depends=LDA_KERNEL),
     compiled_extension("_update_fast"),

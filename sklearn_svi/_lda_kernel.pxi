@@ -142,83 +142,75 @@ cdef inline void _exp_dirichlet_expectation(
         out[k] = <floating> (work[k] * total)
 
 
-cdef inline floating _dot(
-    const floating* a, const floating* b, Py_ssize_t n
-) noexcept nogil:
-    """sum_i a_i b_i with eight partial sums over consecutive i.
-
-    The compiler packs the partial sums into vector registers: independent
-    chains of fused multiply-adds instead of one serial chain.
-    """
-    cdef floating s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0
-    cdef Py_ssize_t i, n8 = n - n % 8
-    for i in range(0, n8, 8):
-        s0 += a[i] * b[i]
-        s1 += a[i + 1] * b[i + 1]
-        s2 += a[i + 2] * b[i + 2]
-        s3 += a[i + 3] * b[i + 3]
-        s4 += a[i + 4] * b[i + 4]
-        s5 += a[i + 5] * b[i + 5]
-        s6 += a[i + 6] * b[i + 6]
-        s7 += a[i + 7] * b[i + 7]
-    for i in range(n8, n):
-        s0 += a[i] * b[i]
-    return ((s0 + s4) + (s1 + s5)) + ((s2 + s6) + (s3 + s7))
+cdef extern from "_lda_sweep.h":
+    enum:
+        SKLEARN_SVI_VECTOR_BYTES
+        SKLEARN_SVI_WORDS
+    void sklearn_svi_count_ratio_double(
+        const double*, const double*, const double*, double*,
+        Py_ssize_t, Py_ssize_t, double,
+    ) noexcept nogil
+    void sklearn_svi_count_ratio_float(
+        const float*, const float*, const float*, float*,
+        Py_ssize_t, Py_ssize_t, float,
+    ) noexcept nogil
+    void sklearn_svi_sweep_double(
+        const double*, const double*, const double*, double*, double*,
+        Py_ssize_t, Py_ssize_t, double,
+    ) noexcept nogil
+    void sklearn_svi_sweep_float(
+        const float*, const float*, const float*, float*, float*,
+        Py_ssize_t, Py_ssize_t, float,
+    ) noexcept nogil
 
 
-cdef inline void _count_ratio(
+cdef inline Py_ssize_t _round_up(Py_ssize_t n, Py_ssize_t multiple) noexcept nogil:
+    return (n + multiple - 1) // multiple * multiple
+
+
+cdef inline void _sweep(
     const floating* block,
     const floating* exp_theta,
     const floating* counts,
     floating* ratio,
-    Py_ssize_t n_words,
-    Py_ssize_t n_topics,
+    floating* topic_sum,
+    Py_ssize_t n_rows,
+    Py_ssize_t n_padded,
     floating eps,
 ) noexcept nogil:
-    """ratio_w = n_dw / (sum_k exp E[log theta_k] exp E[log beta_kw] + eps).
+    """One pass of the fixed point over the block (_lda_sweep.h).
 
-    The words' sums are independent, so the processor overlaps them.
+    ratio_w = n_dw / (sum_k exp E[log theta_k] exp E[log beta_kw] + eps) and
+    topic_sum_k = sum_w ratio_w exp E[log beta_kw].
     """
-    cdef Py_ssize_t j
-    for j in range(n_words):
-        ratio[j] = _dot(block + j * n_topics, exp_theta, n_topics)
-    for j in range(n_words):
-        ratio[j] = counts[j] / (ratio[j] + eps)
+    if floating is double:
+        sklearn_svi_sweep_double(
+            block, exp_theta, counts, ratio, topic_sum, n_rows, n_padded, eps
+        )
+    else:
+        sklearn_svi_sweep_float(
+            block, exp_theta, counts, ratio, topic_sum, n_rows, n_padded, eps
+        )
 
 
-cdef inline void _weighted_topic_sum(
+cdef inline void _count_ratios(
     const floating* block,
-    const floating* ratio,
-    floating* topic_sum,
-    Py_ssize_t n_words,
-    Py_ssize_t n_topics,
+    const floating* exp_theta,
+    const floating* counts,
+    floating* ratio,
+    Py_ssize_t n_rows,
+    Py_ssize_t n_padded,
+    floating eps,
 ) noexcept nogil:
-    """topic_sum_k = sum_w ratio_w exp E[log beta_kw].
-
-    Words are taken four at a time, so each topic's running sum is read and
-    written once per four words.
-    """
-    cdef Py_ssize_t j, k, n_blocked = n_words - n_words % 4
-    cdef floating w0, w1, w2, w3
-    cdef const floating* row
-    for k in range(n_topics):
-        topic_sum[k] = 0
-    for j in range(0, n_blocked, 4):
-        row = block + j * n_topics
-        w0 = ratio[j]
-        w1 = ratio[j + 1]
-        w2 = ratio[j + 2]
-        w3 = ratio[j + 3]
-        for k in range(n_topics):
-            topic_sum[k] += (
-                w0 * row[k] + w1 * row[n_topics + k]
-                + w2 * row[2 * n_topics + k] + w3 * row[3 * n_topics + k]
-            )
-    for j in range(n_blocked, n_words):
-        row = block + j * n_topics
-        w0 = ratio[j]
-        for k in range(n_topics):
-            topic_sum[k] += w0 * row[k]
+    """ratio_w alone, as in _sweep."""
+    if floating is double:
+        sklearn_svi_count_ratio_double(
+            block, exp_theta, counts, ratio, n_rows, n_padded, eps
+        )
+    else:
+        sklearn_svi_count_ratio_float(
+            block, exp_theta, counts, ratio, n_rows, n_padded, eps
+        )
 
 
 def exp_dirichlet_expectation_rows(
@@ -367,54 +359,67 @@ def infer_documents(
         processed.
     """
     cdef Py_ssize_t n_topics = exp_word_topic.shape[1]
+    cdef Py_ssize_t n_padded = _round_up(n_topics, SKLEARN_SVI_VECTOR_BYTES // sizeof(floating))
     cdef Py_ssize_t n_documents = indptr.shape[0] - 1
-    cdef Py_ssize_t d, j, k, it, begin, n_words, longest = 0
+    cdef Py_ssize_t d, j, k, it, begin, n_words, n_rows, longest = 0
     cdef Py_ssize_t n_iter = 0
     cdef floating eps = FLT_EPSILON if floating is float else DBL_EPSILON
     cdef floating alpha = <floating> doc_topic_prior
-    cdef floating updated, weight
+    cdef floating updated
     cdef double change
     cdef floating* block
+    cdef floating* exp_theta
     cdef floating* topic_sum
+    cdef floating* doc_counts
+    cdef floating* ratio
     cdef double* work
     cdef floating* gamma
-    cdef floating* exp_theta
-    cdef floating* ratio
     cdef const floating* row
 
     for d in range(n_documents):
         longest = max(longest, indptr[d + 1] - indptr[d])
+    longest = _round_up(longest, SKLEARN_SVI_WORDS)
 
     with nogil:
-        block = <floating*> malloc((longest * n_topics + n_topics) * sizeof(floating))
+        # Per thread: the block, exp E[log theta] and the topic sums with
+        # n_padded values, and the document's counts and ratios.
+        block = <floating*> malloc(
+            ((longest + 2) * n_padded + 2 * longest) * sizeof(floating)
+        )
         work = <double*> malloc(2 * (n_topics + 1) * sizeof(double))
         if block == NULL or work == NULL:
             free(block)
             free(work)
             with gil:
                 raise MemoryError()
-        topic_sum = block + longest * n_topics
+        exp_theta = block + longest * n_padded
+        topic_sum = exp_theta + n_padded
+        doc_counts = topic_sum + n_padded
+        ratio = doc_counts + longest
+        for k in range(n_padded):
+            exp_theta[k] = 0
         while True:
             d = _claim(&next_document[0])
             if d >= n_documents:
                 break
             begin = indptr[d]
             n_words = indptr[d + 1] - begin
+            n_rows = _round_up(n_words, SKLEARN_SVI_WORDS)
+            for j in range(n_rows):
+                doc_counts[j] = counts[begin + j] if j < n_words else 0
+                for k in range(n_padded):
+                    block[j * n_padded + k] = 0
             for j in range(n_words):
                 row = &exp_word_topic[indices[begin + j], 0]
                 for k in range(n_topics):
-                    block[j * n_topics + k] = row[k]
+                    block[j * n_padded + k] = row[k]
             gamma = &doc_topic[d, 0]
-            exp_theta = &exp_doc_topic[d, 0]
-            ratio = &count_ratio[begin]
 
             for it in range(max_iter):
                 # gamma_dk = alpha + sum_w n_dw phi_dwk (Hoffman et al. 2013,
-                # Fig. 6): one pass over the block per iteration, each word's
-                # row used for its normaliser and then for the topic sum.
+                # Fig. 6), with phi_dwk = exp_theta_k exp_beta_kw ratio_w / n_dw.
                 _exp_dirichlet_expectation(gamma, exp_theta, n_topics, work)
-                _count_ratio(block, exp_theta, &counts[begin], ratio, n_words, n_topics, eps)
-                _weighted_topic_sum(block, ratio, topic_sum, n_words, n_topics)
+                _sweep(block, exp_theta, doc_counts, ratio, topic_sum, n_rows, n_padded, eps)
                 change = 0.0
                 for k in range(n_topics):
                     updated = alpha + exp_theta[k] * topic_sum[k]
@@ -425,7 +430,11 @@ def infer_documents(
                     break
             # exp E[log theta] and n_dw / norm_dw at the final gamma.
             _exp_dirichlet_expectation(gamma, exp_theta, n_topics, work)
-            _count_ratio(block, exp_theta, &counts[begin], ratio, n_words, n_topics, eps)
+            _count_ratios(block, exp_theta, doc_counts, ratio, n_rows, n_padded, eps)
+            for k in range(n_topics):
+                exp_doc_topic[d, k] = exp_theta[k]
+            for j in range(n_words):
+                count_ratio[begin + j] = ratio[j]
         free(block)
         free(work)
     return n_iter

@@ -1,0 +1,145 @@
+/* One pass of the LDA local fixed point over a document's block, written
+ * with GCC and Clang vector extensions.
+ *
+ * The block holds exp E[log beta] of the document's words, one row per
+ * word, with its topics padded by zeros to a whole number of vectors of
+ * SKLEARN_SVI_VECTOR_BYTES bytes (4 doubles or 8 floats: one AVX2 register,
+ * two SSE2 or NEON registers) and its words padded by zero rows, of count
+ * 0, to a multiple of SKLEARN_SVI_WORDS. The sum over topics of one word is
+ * formed lane by lane and the lanes added in a fixed order: a document's
+ * result does not depend on the thread that computes it. Eight words are
+ * taken at a time, eight independent chains of multiply-adds that keep the
+ * processor's arithmetic units busy.
+ *
+ * The functions are defined for double and float by SKLEARN_SVI_DEFINE.
+ */
+#ifndef SKLEARN_SVI_LDA_SWEEP_H
+#define SKLEARN_SVI_LDA_SWEEP_H
+
+#include <stddef.h>
+#include <string.h>
+
+#if !defined(__GNUC__) && !defined(__clang__)
+#error "The LDA kernel of sklearn_svi needs GCC or Clang (vector extensions)."
+#endif
+
+#define SKLEARN_SVI_VECTOR_BYTES 32
+#define SKLEARN_SVI_WORDS 8
+
+typedef double sklearn_svi_double_lanes
+    __attribute__((vector_size(SKLEARN_SVI_VECTOR_BYTES)));
+typedef float sklearn_svi_float_lanes
+    __attribute__((vector_size(SKLEARN_SVI_VECTOR_BYTES)));
+
+/* The number of values of type T in one vector. */
+#define SKLEARN_SVI_LANES(T) (SKLEARN_SVI_VECTOR_BYTES / (ptrdiff_t) sizeof(T))
+
+/* One vector of values at p, which need not be aligned. */
+#define SKLEARN_SVI_LOAD(lanes, p) memcpy(&(lanes), (p), sizeof(lanes))
+#define SKLEARN_SVI_STORE(p, lanes) memcpy((p), &(lanes), sizeof(lanes))
+
+/* The sum of the lanes of s, always in the same order. */
+#define SKLEARN_SVI_TOTAL_double(s) ((s[0] + s[2]) + (s[1] + s[3]))
+#define SKLEARN_SVI_TOTAL_float(s) \
+    (((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7])))
+
+#define SKLEARN_SVI_DEFINE(T, V)                                               \
+/* ratio_w = n_dw / (sum_k exp E[log theta_k] exp E[log beta_kw] + eps) for    \
+   the eight rows at `rows`: their sums are independent chains, so the         \
+   processor overlaps them. */                                                 \
+static inline void sklearn_svi_group_ratio_##T(                                \
+    const T *rows, const T *exp_theta, const T *counts, T *ratio,              \
+    ptrdiff_t n_padded, T eps)                                                 \
+{                                                                              \
+    V s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0}, s4 = {0}, s5 = {0}, s6 = {0},    \
+      s7 = {0}, theta, row;                                                    \
+    ptrdiff_t k;                                                               \
+    for (k = 0; k < n_padded; k += SKLEARN_SVI_LANES(T)) {                     \
+        SKLEARN_SVI_LOAD(theta, exp_theta + k);                                \
+        SKLEARN_SVI_LOAD(row, rows + k);                                       \
+        s0 += row * theta;                                                     \
+        SKLEARN_SVI_LOAD(row, rows + n_padded + k);                            \
+        s1 += row * theta;                                                     \
+        SKLEARN_SVI_LOAD(row, rows + 2 * n_padded + k);                        \
+        s2 += row * theta;                                                     \
+        SKLEARN_SVI_LOAD(row, rows + 3 * n_padded + k);                        \
+        s3 += row * theta;                                                     \
+        SKLEARN_SVI_LOAD(row, rows + 4 * n_padded + k);                        \
+        s4 += row * theta;                                                     \
+        SKLEARN_SVI_LOAD(row, rows + 5 * n_padded + k);                        \
+        s5 += row * theta;                                                     \
+        SKLEARN_SVI_LOAD(row, rows + 6 * n_padded + k);                        \
+        s6 += row * theta;                                                     \
+        SKLEARN_SVI_LOAD(row, rows + 7 * n_padded + k);                        \
+        s7 += row * theta;                                                     \
+    }                                                                          \
+    ratio[0] = counts[0] / (SKLEARN_SVI_TOTAL_##T(s0) + eps);                  \
+    ratio[1] = counts[1] / (SKLEARN_SVI_TOTAL_##T(s1) + eps);                  \
+    ratio[2] = counts[2] / (SKLEARN_SVI_TOTAL_##T(s2) + eps);                  \
+    ratio[3] = counts[3] / (SKLEARN_SVI_TOTAL_##T(s3) + eps);                  \
+    ratio[4] = counts[4] / (SKLEARN_SVI_TOTAL_##T(s4) + eps);                  \
+    ratio[5] = counts[5] / (SKLEARN_SVI_TOTAL_##T(s5) + eps);                  \
+    ratio[6] = counts[6] / (SKLEARN_SVI_TOTAL_##T(s6) + eps);                  \
+    ratio[7] = counts[7] / (SKLEARN_SVI_TOTAL_##T(s7) + eps);                  \
+}                                                                              \
+                                                                               \
+/* ratio_w alone for the n_rows rows of the block. */                          \
+static inline void sklearn_svi_count_ratio_##T(                                \
+    const T *block, const T *exp_theta, const T *counts, T *ratio,             \
+    ptrdiff_t n_rows, ptrdiff_t n_padded, T eps)                               \
+{                                                                              \
+    ptrdiff_t j;                                                               \
+    for (j = 0; j < n_rows; j += SKLEARN_SVI_WORDS)                            \
+        sklearn_svi_group_ratio_##T(block + j * n_padded, exp_theta,           \
+                                    counts + j, ratio + j, n_padded, eps);     \
+}                                                                              \
+                                                                               \
+/* One iteration's pass over the block of n_rows rows: the ratios of each      \
+   group of words, then, while their rows are still in the first-level         \
+   cache, topic_sum_k = sum_w ratio_w exp E[log beta_kw]. The block is read    \
+   once per iteration. The group's ratios are copied to local variables:       \
+   the compiler must otherwise reload them after every store to topic_sum. */  \
+static inline void sklearn_svi_sweep_##T(                                      \
+    const T *block, const T *exp_theta, const T *counts, T *ratio,             \
+    T *topic_sum, ptrdiff_t n_rows, ptrdiff_t n_padded, T eps)                 \
+{                                                                              \
+    V sum, r0, r1, r2, r3, r4, r5, r6, r7;                                     \
+    T w0, w1, w2, w3, w4, w5, w6, w7;                                          \
+    const T *rows;                                                             \
+    ptrdiff_t j, k;                                                            \
+    memset(topic_sum, 0, n_padded * sizeof(T));                                \
+    for (j = 0; j < n_rows; j += SKLEARN_SVI_WORDS) {                          \
+        rows = block + j * n_padded;                                           \
+        sklearn_svi_group_ratio_##T(rows, exp_theta, counts + j, ratio + j,    \
+                                    n_padded, eps);                            \
+        w0 = ratio[j];                                                         \
+        w1 = ratio[j + 1];                                                     \
+        w2 = ratio[j + 2];                                                     \
+        w3 = ratio[j + 3];                                                     \
+        w4 = ratio[j + 4];                                                     \
+        w5 = ratio[j + 5];                                                     \
+        w6 = ratio[j + 6];                                                     \
+        w7 = ratio[j + 7];                                                     \
+        for (k = 0; k < n_padded; k += SKLEARN_SVI_LANES(T)) {                 \
+            SKLEARN_SVI_LOAD(sum, topic_sum + k);                              \
+            SKLEARN_SVI_LOAD(r0, rows + k);                                    \
+            SKLEARN_SVI_LOAD(r1, rows + n_padded + k);                         \
+            SKLEARN_SVI_LOAD(r2, rows + 2 * n_padded + k);                     \
+            SKLEARN_SVI_LOAD(r3, rows + 3 * n_padded + k);                     \
+            SKLEARN_SVI_LOAD(r4, rows + 4 * n_padded + k);                     \
+            SKLEARN_SVI_LOAD(r5, rows + 5 * n_padded + k);                     \
+            SKLEARN_SVI_LOAD(r6, rows + 6 * n_padded + k);                     \
+            SKLEARN_SVI_LOAD(r7, rows + 7 * n_padded + k);                     \
+            sum += ((w0 * r0 + w1 * r1) + (w2 * r2 + w3 * r3))                 \
+                 + ((w4 * r4 + w5 * r5) + (w6 * r6 + w7 * r7));                \
+            SKLEARN_SVI_STORE(topic_sum + k, sum);                             \
+        }                                                                      \
+    }                                                                          \
+}
+
+SKLEARN_SVI_DEFINE(double, sklearn_svi_double_lanes)
+SKLEARN_SVI_DEFINE(float, sklearn_svi_float_lanes)
+
+#undef SKLEARN_SVI_DEFINE
+
+#endif
