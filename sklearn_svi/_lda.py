@@ -314,11 +314,14 @@ class _OnlineLDA(
             self.max_doc_update_iter,
             float(self.mean_change_tol),
         )
-        # Each thread takes documents one at a time from the shared counter.
+        # Each thread takes documents one at a time from the shared counter,
+        # the longest first, so that no thread is left alone with a long one
+        # at the end of the minibatch.
+        longest_first = np.argsort(-np.diff(documents.indptr), kind="stable")
         next_document = np.zeros(1, dtype=np.intp)
         workers.run(
             _kernel.infer_documents,
-            [(*shared, next_document)] * workers.n_threads,
+            [(*shared, longest_first, next_document)] * workers.n_threads,
         )
         return _LocalFit(
             documents, doc_topic, exp_doc_topic, exp_word_topic, count_ratio

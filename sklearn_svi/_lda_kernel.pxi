@@ -319,15 +319,16 @@ def infer_documents(
     double doc_topic_prior,
     Py_ssize_t max_iter,
     double mean_change_tol,
+    const Py_ssize_t[::1] order,
     Py_ssize_t[::1] next_document,
 ):
     """Run the local fixed point for documents taken one at a time.
 
     Every thread of a minibatch calls this function with the same arguments:
-    each claims the next document not yet taken by atomically incrementing
-    ``next_document[0]``, until all are done. A slow thread thus takes fewer
-    documents, and a document's result does not depend on which thread
-    computes it.
+    each claims the next document of ``order`` not yet taken by atomically
+    incrementing ``next_document[0]``, until all are done. A slow thread thus
+    takes fewer documents, and a document's result does not depend on which
+    thread computes it.
 
     Parameters
     ----------
@@ -349,6 +350,8 @@ def infer_documents(
         Maximum number of fixed-point iterations per document.
     mean_change_tol : float
         Stop when the mean absolute change of gamma is below this value.
+    order : ndarray of shape (n_documents,)
+        The order in which the documents are taken.
     next_document : ndarray of shape (1,)
         The shared counter of claimed documents, 0 before the first call.
 
@@ -402,6 +405,7 @@ def infer_documents(
             d = _claim(&next_document[0])
             if d >= n_documents:
                 break
+            d = order[d]
             begin = indptr[d]
             n_words = indptr[d + 1] - begin
             n_rows = _round_up(n_words, SKLEARN_SVI_WORDS)
