@@ -38,6 +38,10 @@ typedef float sklearn_svi_float_lanes
 #define SKLEARN_SVI_LOAD(lanes, p) memcpy(&(lanes), (p), sizeof(lanes))
 #define SKLEARN_SVI_STORE(p, lanes) memcpy((p), &(lanes), sizeof(lanes))
 
+/* sum += (the vector at p) * theta, with the vector `row` as scratch. */
+#define SKLEARN_SVI_MULTIPLY_ADD(sum, row, p, theta) \
+    (SKLEARN_SVI_LOAD(row, p), (sum) += (row) * (theta))
+
 /* The sum of the lanes of s, always in the same order. */
 #define SKLEARN_SVI_TOTAL_double(s) ((s[0] + s[2]) + (s[1] + s[3]))
 #define SKLEARN_SVI_TOTAL_float(s) \
@@ -56,22 +60,14 @@ static inline void sklearn_svi_group_ratio_##T(                                \
     ptrdiff_t k;                                                               \
     for (k = 0; k < n_padded; k += SKLEARN_SVI_LANES(T)) {                     \
         SKLEARN_SVI_LOAD(theta, exp_theta + k);                                \
-        SKLEARN_SVI_LOAD(row, rows + k);                                       \
-        s0 += row * theta;                                                     \
-        SKLEARN_SVI_LOAD(row, rows + n_padded + k);                            \
-        s1 += row * theta;                                                     \
-        SKLEARN_SVI_LOAD(row, rows + 2 * n_padded + k);                        \
-        s2 += row * theta;                                                     \
-        SKLEARN_SVI_LOAD(row, rows + 3 * n_padded + k);                        \
-        s3 += row * theta;                                                     \
-        SKLEARN_SVI_LOAD(row, rows + 4 * n_padded + k);                        \
-        s4 += row * theta;                                                     \
-        SKLEARN_SVI_LOAD(row, rows + 5 * n_padded + k);                        \
-        s5 += row * theta;                                                     \
-        SKLEARN_SVI_LOAD(row, rows + 6 * n_padded + k);                        \
-        s6 += row * theta;                                                     \
-        SKLEARN_SVI_LOAD(row, rows + 7 * n_padded + k);                        \
-        s7 += row * theta;                                                     \
+        SKLEARN_SVI_MULTIPLY_ADD(s0, row, rows + k, theta);                    \
+        SKLEARN_SVI_MULTIPLY_ADD(s1, row, rows + n_padded + k, theta);         \
+        SKLEARN_SVI_MULTIPLY_ADD(s2, row, rows + 2 * n_padded + k, theta);     \
+        SKLEARN_SVI_MULTIPLY_ADD(s3, row, rows + 3 * n_padded + k, theta);     \
+        SKLEARN_SVI_MULTIPLY_ADD(s4, row, rows + 4 * n_padded + k, theta);     \
+        SKLEARN_SVI_MULTIPLY_ADD(s5, row, rows + 5 * n_padded + k, theta);     \
+        SKLEARN_SVI_MULTIPLY_ADD(s6, row, rows + 6 * n_padded + k, theta);     \
+        SKLEARN_SVI_MULTIPLY_ADD(s7, row, rows + 7 * n_padded + k, theta);     \
     }                                                                          \
     ratio[0] = counts[0] / (SKLEARN_SVI_TOTAL_##T(s0) + eps);                  \
     ratio[1] = counts[1] / (SKLEARN_SVI_TOTAL_##T(s1) + eps);                  \
