@@ -126,8 +126,14 @@ static inline void sklearn_svi_sweep_##T(                                      \
             SKLEARN_SVI_LOAD(r5, rows + 5 * n_padded + k);                     \
             SKLEARN_SVI_LOAD(r6, rows + 6 * n_padded + k);                     \
             SKLEARN_SVI_LOAD(r7, rows + 7 * n_padded + k);                     \
-            sum += ((w0 * r0 + w1 * r1) + (w2 * r2 + w3 * r3))                 \
-                 + ((w4 * r4 + w5 * r5) + (w6 * r6 + w7 * r7));                \
+            sum += w0 * r0;                                                    \
+            sum += w1 * r1;                                                    \
+            sum += w2 * r2;                                                    \
+            sum += w3 * r3;                                                    \
+            sum += w4 * r4;                                                    \
+            sum += w5 * r5;                                                    \
+            sum += w6 * r6;                                                    \
+            sum += w7 * r7;                                                    \
             SKLEARN_SVI_STORE(topic_sum + k, sum);                             \
         }                                                                      \
     }                                                                          \
