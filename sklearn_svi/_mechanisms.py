@@ -198,6 +198,7 @@ class RobbinsMonroStepSize:
     """
 
     monte_carlo_batches = 0
+    observes_target = False
 
     def __init__(self, offset, decay):
         self.offset = offset
@@ -221,6 +222,7 @@ class ConstantStepSize:
     """
 
     monte_carlo_batches = 0
+    observes_target = False
 
     def __init__(self, rate):
         self.rate = rate
@@ -410,7 +412,9 @@ class FilteredStepSize:
 
     Before the first update, ``start`` sets g and h to plain means over
     ``monte_carlo_batches`` minibatches drawn at the initial lambda, and
-    tau to their number, as Ranganath et al. do.
+    tau to their number, as Ranganath et al. do. Its ``observes_target`` is
+    true: the online update forms lambda^ as an array for it, which it does
+    not for the schedules.
 
     Parameters
     ----------
@@ -423,6 +427,8 @@ class FilteredStepSize:
     monte_carlo_batches : int
         Number of minibatches of the start.
     """
+
+    observes_target = True
 
     def __init__(self, filter, shape, dtype, monte_carlo_batches):
         self.filter = filter

@@ -33,7 +33,7 @@ from ._mechanisms import (
     StudentTFilter,
 )
 from ._threads import thread_workers
-from ._update_fast import convex_combination
+from ._update_fast import form_target, step_toward_target
 
 # Minibatches drawn at the initial lambda to start a filter's noise estimates.
 MONTE_CARLO_BATCHES = 5
@@ -42,15 +42,9 @@ MONTE_CARLO_BATCHES = 5
 STEP_SIZE_RECORD_CAPACITY = 10_000
 
 
-def _rows_of(values, span):
-    """``values[span]``, or ``values`` itself if it is a scalar."""
-    return values[span] if np.ndim(values) else values
-
-
-def _form_target(target, total, scale, prior, span):
-    """target = eta + N S~_t on the rows of ``span``, with S~_t = total / count."""
-    np.multiply(total[span], scale, out=target[span])
-    target[span] += _rows_of(prior, span)
+def _prior_by_row(prior, n_rows, dtype):
+    """eta as one value per row of lambda: a scalar prior is broadcast."""
+    return np.broadcast_to(np.asarray(prior, dtype=dtype).reshape(-1), (n_rows,))
 
 
 class OnlineUpdateMixin:
@@ -194,13 +188,22 @@ class OnlineUpdateMixin:
         self.n_batch_iter_ = step
         self.n_samples_seen_ += X_batch.shape[0]
 
-        target = self._target(self._window, n_total, workers)
+        # lambda^ = eta + N S~_t (Mandt & Blei 2014, Alg. 1; Hoffman et al.
+        # 2013, eq. 25 when L = 1), formed as an array only for a step size
+        # that observes it; the update forms it on the fly.
+        scale, prior = self._target_terms(self._window, n_total)
+        target = None
+        if self._step_size.observes_target:
+            target = self._target(self._window, n_total, workers)
         rho = self._step_size(self.n_batch_iter_, target, self._natural, workers)
         # lambda = (1 - rho) lambda + rho lambda^, one pass over each row block.
         workers.run(
-            convex_combination,
+            step_toward_target,
             [
-                (self._natural, target, rho, span.start, span.stop)
+                (
+                    self._natural, self._window.total, scale, prior, rho,
+                    span.start, span.stop,
+                )
                 for span in self._row_spans(workers)
             ],
         )
@@ -216,16 +219,25 @@ class OnlineUpdateMixin:
     def _row_spans(self, workers):
         return workers.row_blocks(len(self._natural))
 
-    def _target(self, window, n_total, workers):
-        """lambda^ = eta + N S~_t (Mandt & Blei 2014, Alg. 1; Hoffman et al.
-        2013, eq. 25 when L = 1), with S~_t the mean of ``window``."""
-        target = np.empty_like(self._natural)
+    def _target_terms(self, window, n_total):
+        """scale = N / (statistics in ``window``) and eta by row.
+
+        The noisy optimum is lambda^ = eta + scale * ``window.total``.
+        """
         scale = n_total / window.count
-        prior = self._prior_natural()
+        prior = _prior_by_row(
+            self._prior_natural(), len(self._natural), self._natural.dtype
+        )
+        return scale, prior
+
+    def _target(self, window, n_total, workers):
+        """lambda^ = eta + N S~_t as an array, S~_t the mean of ``window``."""
+        scale, prior = self._target_terms(window, n_total)
+        target = np.empty_like(self._natural)
         workers.run(
-            _form_target,
+            form_target,
             [
-                (target, window.total, scale, prior, span)
+                (target, window.total, scale, prior, span.start, span.stop)
                 for span in self._row_spans(workers)
             ],
         )

@@ -47,21 +47,66 @@ def add_rows(
                     row[k] += values[k]
 
 
-def convex_combination(
+cdef inline floating _noisy_optimum(
+    floating total, floating scale, floating prior
+) noexcept nogil:
+    """lambda^ = eta + N S~ for one coordinate, S~ = total / count, scale = N / count."""
+    return total * scale + prior
+
+
+def form_target(
+    floating[:, ::1] target,
+    const floating[:, ::1] total,
+    double scale,
+    const floating[:] prior,
+    Py_ssize_t start,
+    Py_ssize_t stop,
+):
+    """target = prior + scale total on rows ``start`` to ``stop - 1``.
+
+    Parameters
+    ----------
+    target : ndarray of shape (n_params, n_components)
+        Output: the noisy optimum lambda^.
+    total : ndarray of shape (n_params, n_components)
+        The smoothing window's running sum of minibatch statistics.
+    scale : float
+        N / (number of statistics in the window).
+    prior : ndarray of shape (n_params,)
+        eta of each row (a broadcast view when it is the same for all).
+    start, stop : int
+        The range of rows.
+    """
+    cdef Py_ssize_t n_components = target.shape[1]
+    cdef Py_ssize_t i, k
+    cdef floating factor = <floating> scale
+    with nogil:
+        for i in range(start, stop):
+            for k in range(n_components):
+                target[i, k] = _noisy_optimum(total[i, k], factor, prior[i])
+
+
+def step_toward_target(
     floating[:, ::1] natural,
-    const floating[:, ::1] target,
+    const floating[:, ::1] total,
+    double scale,
+    const floating[:] prior,
     double rho,
     Py_ssize_t start,
     Py_ssize_t stop,
 ):
-    """natural = (1 - rho) natural + rho target on rows ``start`` to ``stop - 1``.
+    """natural = (1 - rho) natural + rho (prior + scale total) on rows ``start`` to ``stop - 1``.
+
+    The convex combination with the noisy optimum of :func:`form_target`,
+    computed on the fly: one pass over lambda and the running sum, with no
+    array for lambda^.
 
     Parameters
     ----------
     natural : ndarray of shape (n_params, n_components)
         lambda, updated in place.
-    target : ndarray of shape (n_params, n_components)
-        The noisy optimum lambda^.
+    total, scale, prior :
+        As in :func:`form_target`.
     rho : float
         The step size.
     start, stop : int
@@ -69,13 +114,16 @@ def convex_combination(
     """
     cdef Py_ssize_t n_components = natural.shape[1]
     cdef Py_ssize_t i, k
+    cdef floating factor = <floating> scale
     cdef floating keep = <floating> (1.0 - rho)
     cdef floating move = <floating> rho
+    cdef floating eta
     cdef floating* row
-    cdef const floating* toward
+    cdef const floating* sums
     with nogil:
         for i in range(start, stop):
             row = &natural[i, 0]
-            toward = &target[i, 0]
+            sums = &total[i, 0]
+            eta = prior[i]
             for k in range(n_components):
-                row[k] = keep * row[k] + move * toward[k]
+                row[k] = keep * row[k] + move * _noisy_optimum(sums[k], factor, eta)

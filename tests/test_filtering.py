@@ -145,6 +145,7 @@ class ReplayedSchedule:
     """A schedule that plays back given step sizes."""
 
     monte_carlo_batches = 0
+    observes_target = False
 
     def __init__(self, step_sizes):
         self.step_sizes = step_sizes

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from sklearn_svi._threads import Workers, thread_workers
-from sklearn_svi._update_fast import add_rows, convex_combination
+from sklearn_svi._update_fast import add_rows, form_target, step_toward_target
 
 
 @pytest.mark.parametrize("n_jobs", [1, 2, 3])
@@ -81,15 +81,28 @@ def test_add_rows_matches_numpy(dtype):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_convex_combination_matches_numpy_on_its_rows(dtype):
+@pytest.mark.parametrize("by_row", [False, True], ids=["scalar-prior", "row-prior"])
+def test_target_and_step_match_numpy_on_their_rows(dtype, by_row):
     rng = np.random.default_rng(1)
     natural = rng.random((30, 4)).astype(dtype)
-    target = rng.random((30, 4)).astype(dtype)
-    rho = 0.3
+    total = rng.random((30, 4)).astype(dtype)
+    scale, rho = 7.5, 0.3
+    if by_row:
+        prior = rng.random(30).astype(dtype)
+    else:
+        prior = np.broadcast_to(np.asarray([0.01], dtype=dtype), (30,))
+    expected_target = prior[:, np.newaxis] + scale * total
+    tolerance = np.finfo(dtype).eps * 4
+
+    target = np.zeros_like(natural)
+    form_target(target, total, scale, prior, 5, 20)
+    np.testing.assert_allclose(target[5:20], expected_target[5:20], rtol=tolerance)
+    assert not target[:5].any() and not target[20:].any()
 
     expected = natural.copy()
-    expected[5:20] = (1.0 - rho) * expected[5:20] + rho * target[5:20]
-    convex_combination(natural, target, rho, 5, 20)
-    np.testing.assert_allclose(natural, expected, rtol=np.finfo(dtype).eps * 4)
+    expected[5:20] = (1.0 - rho) * expected[5:20] + rho * expected_target[5:20]
+    step_toward_target(natural, total, scale, prior, rho, 5, 20)
+    np.testing.assert_allclose(natural, expected, rtol=tolerance)
     np.testing.assert_array_equal(natural[:5], expected[:5])
     np.testing.assert_array_equal(natural[20:], expected[20:])
+
