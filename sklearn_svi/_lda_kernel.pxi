@@ -70,6 +70,31 @@ cdef extern from *:
     Py_ssize_t _claim "sklearn_svi_claim"(Py_ssize_t* counter) noexcept nogil
 
 
+cdef extern from *:
+    """
+    #if defined(__SSE2__) || defined(_M_X64) || defined(_M_AMD64)
+    #include <xmmintrin.h>
+    /* Set the SSE control register to flush subnormal results to zero and
+       read subnormal inputs as zero; return its previous value. */
+    static inline unsigned int sklearn_svi_flush_subnormals(void)
+    {
+        unsigned int previous = _mm_getcsr();
+        _mm_setcsr(previous | 0x8040);
+        return previous;
+    }
+    static inline void sklearn_svi_restore_float_mode(unsigned int previous)
+    {
+        _mm_setcsr(previous);
+    }
+    #else
+    static inline unsigned int sklearn_svi_flush_subnormals(void) { return 0; }
+    static inline void sklearn_svi_restore_float_mode(unsigned int previous) {}
+    #endif
+    """
+    unsigned int _flush_subnormals "sklearn_svi_flush_subnormals"() noexcept nogil
+    void _restore_float_mode "sklearn_svi_restore_float_mode"(unsigned int) noexcept nogil
+
+
 def fast_exp(double a):
     """The kernel's exponential (exposed for testing)."""
     return _exp(a)
@@ -294,7 +319,9 @@ def word_topic_statistic(
     cdef floating weight
     cdef floating* row
     cdef const floating* theta
+    cdef unsigned int float_mode
     with nogil:
+        float_mode = _flush_subnormals()
         for w in range(start, stop):
             row = &out[w, 0]
             for k in range(n_topics):
@@ -306,6 +333,7 @@ def word_topic_statistic(
                     row[k] += weight * theta[k]
             for k in range(n_topics):
                 row[k] *= <floating> (exp_word_topic[w, k] * scale)
+        _restore_float_mode(float_mode)
 
 
 def infer_documents(
@@ -366,6 +394,7 @@ def infer_documents(
     cdef Py_ssize_t n_documents = indptr.shape[0] - 1
     cdef Py_ssize_t d, j, k, it, begin, n_words, n_rows, longest = 0
     cdef Py_ssize_t n_iter = 0
+    cdef unsigned int float_mode
     cdef floating eps = FLT_EPSILON if floating is float else DBL_EPSILON
     cdef floating alpha = <floating> doc_topic_prior
     cdef floating updated
@@ -401,6 +430,7 @@ def infer_documents(
         ratio = doc_counts + longest
         for k in range(n_padded):
             exp_theta[k] = 0
+        float_mode = _flush_subnormals()
         while True:
             d = _claim(&next_document[0])
             if d >= n_documents:
@@ -439,6 +469,7 @@ def infer_documents(
                 exp_doc_topic[d, k] = exp_theta[k]
             for j in range(n_words):
                 count_ratio[begin + j] = ratio[j]
+        _restore_float_mode(float_mode)
         free(block)
         free(work)
     return n_iter

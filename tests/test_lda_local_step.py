@@ -153,3 +153,13 @@ def test_the_fastest_kernel_this_processor_runs_is_used():
         assert _select_kernel().__name__ == "sklearn_svi._lda_fast_avx2"
     else:
         assert _select_kernel() is _lda_fast
+
+
+def test_float_mode_of_the_calling_thread_is_restored(planted_corpus, kernel):
+    # The kernels flush subnormal float32 products to zero while they run
+    # (subnormal arithmetic is two orders of magnitude slower); the caller's
+    # floating-point mode must be the same afterwards.
+    smallest_normal = np.finfo(np.float32).tiny
+    assert np.float32(smallest_normal) / np.float32(4) > 0
+    fitted_model(planted_corpus[0], dtype=np.float32)
+    assert np.float32(smallest_normal) / np.float32(4) > 0
