@@ -272,6 +272,39 @@ class GensimOnlineLDA:
         return self.model.state.get_lambda()
 
 
+class Float32Input:
+    """A model fitted on the documents in float32 (converted before timing).
+
+    Parameters
+    ----------
+    model : estimator
+        A scikit-learn style LDA estimator that keeps float32 input in
+        float32.
+    """
+
+    def __init__(self, model):
+        self.model = model
+
+    @staticmethod
+    def prepare(X):
+        """The documents in float32."""
+        return X.astype(np.float32)
+
+    def partial_fit(self, X):
+        """One online pass over the prepared documents."""
+        self.model.partial_fit(X)
+        return self
+
+    def transform(self, X):
+        """Normalised topic proportions of the documents of ``X``."""
+        return self.model.transform(self.prepare(X))
+
+    @property
+    def components_(self):
+        """The variational Dirichlet parameters of the topics."""
+        return self.model.components_
+
+
 def shared_settings(n_components, batch_size, n_train, seed):
     """The settings every model of the comparison shares, by scikit-learn's names.
 
@@ -329,6 +362,10 @@ def make_models(settings, n_features):
         "SmoothedLDA L=1": plain_svi(1, **settings),
         "SmoothedLDA L=10": SmoothedLDA(L=10, n_jobs=1, **settings),
         "SmoothedLDA L=1 n_jobs=2": plain_svi(2, **settings),
+        "scikit-learn online float32": Float32Input(
+            LatentDirichletAllocation(learning_method="online", n_jobs=1, **settings)
+        ),
+        "SmoothedLDA L=1 float32": Float32Input(plain_svi(1, **settings)),
         "gensim LdaModel online": GensimOnlineLDA(
             n_features=n_features,
             **{key: value for key, value in settings.items() if key != "total_samples"},
@@ -362,8 +399,8 @@ def run_model(model, epochs, completion):
 def epoch_seconds(model, epochs):
     """Seconds of ``partial_fit`` on each epoch, BLAS on one thread.
 
-    A model with a ``prepare`` method (gensim's) gets each epoch converted
-    by it before the timed call.
+    A model with a ``prepare`` method (gensim's, or one fitted in float32)
+    gets each epoch converted by it before the timed call.
 
     Parameters
     ----------
