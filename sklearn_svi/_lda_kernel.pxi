@@ -5,6 +5,7 @@ from cython cimport floating
 from libc.float cimport DBL_EPSILON, FLT_EPSILON
 from libc.math cimport fabs
 from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy, memset
 
 
 cdef extern from *:
@@ -439,14 +440,17 @@ def infer_documents(
             begin = indptr[d]
             n_words = indptr[d + 1] - begin
             n_rows = _round_up(n_words, SKLEARN_SVI_WORDS)
-            for j in range(n_rows):
-                doc_counts[j] = counts[begin + j] if j < n_words else 0
-                for k in range(n_padded):
-                    block[j * n_padded + k] = 0
+            # The block: the document's rows of exp E[log beta], padded by
+            # zeros to n_padded topics and n_rows words.
             for j in range(n_words):
+                doc_counts[j] = counts[begin + j]
                 row = &exp_word_topic[indices[begin + j], 0]
-                for k in range(n_topics):
-                    block[j * n_padded + k] = row[k]
+                memcpy(&block[j * n_padded], row, n_topics * sizeof(floating))
+                memset(&block[j * n_padded + n_topics], 0,
+                       (n_padded - n_topics) * sizeof(floating))
+            for j in range(n_words, n_rows):
+                doc_counts[j] = 0
+                memset(&block[j * n_padded], 0, n_padded * sizeof(floating))
             gamma = &doc_topic[d, 0]
 
             for it in range(max_iter):
