@@ -498,6 +498,58 @@ def two_process_throughputs(make_model, epochs, n_rounds):
     return np.array(throughputs)
 
 
+def per_core_seconds(make_model, epochs, n_rounds):
+    """Seconds per epoch of a single-threaded fit pinned to each core.
+
+    The cores of a virtual machine need not run at the same speed (their
+    host cores may be shared with other machines). Each round fits the
+    epochs once on each of the first two cores of this process, pinned
+    there, the order of the cores alternating from round to round.
+
+    Parameters
+    ----------
+    make_model : callable
+        ``make_model(n_jobs)`` returns an unfitted model.
+    epochs : list of scipy.sparse.csr_matrix
+        The shuffled training documents of each epoch.
+    n_rounds : int
+        Number of rounds.
+
+    Returns
+    -------
+    seconds : dict of int to ndarray
+        For each core, the seconds of each epoch over all rounds; empty
+        where the platform cannot pin a thread to a core.
+    """
+    if not hasattr(os, "sched_setaffinity"):
+        return {}
+    allowed = os.sched_getaffinity(0)
+    cores = sorted(allowed)[:2]
+    seconds = {core: [] for core in cores}
+    try:
+        for round_index in range(n_rounds):
+            for core in cores if round_index % 2 == 0 else cores[::-1]:
+                os.sched_setaffinity(0, {core})
+                seconds[core].extend(epoch_seconds(make_model(1), epochs))
+    finally:
+        os.sched_setaffinity(0, allowed)
+    return {core: np.array(values) for core, values in seconds.items()}
+
+
+def core_summary(core_seconds):
+    """A sentence on the speed of each core, empty without measurements."""
+    if len(core_seconds) < 2:
+        return ""
+    medians = {core: float(np.median(values)) for core, values in core_seconds.items()}
+    fast, slow = sorted(medians.values())
+    per_core = ", ".join(f"core {core} {value:.3f} s" for core, value in medians.items())
+    return (
+        f" One thread pinned to each core in turn: median seconds per epoch "
+        f"{per_core}; two threads that share the documents as they free up can "
+        f"gain at most {1 + fast / slow:.2f} over one thread on the faster core."
+    )
+
+
 def window_memory(model):
     """Bytes held by a fitted SmoothedLDA's window, and by a dense window.
 
@@ -644,6 +696,8 @@ def main(argv=None):
     speedups = paired_thread_speedups(make_plain_svi, epochs, n_rounds)
     print("Timing two single-threaded fits in two processes ...", flush=True)
     throughputs = two_process_throughputs(make_plain_svi, epochs, n_rounds)
+    print("Timing a single-threaded fit on each core ...", flush=True)
+    core_seconds = per_core_seconds(make_plain_svi, epochs, n_rounds)
     summary = (
         f"SmoothedLDA L=1, n_jobs=2 vs n_jobs=1, {speedups.size} epochs timed "
         f"side by side ({n_rounds} rounds of {n_epochs}): speed-up median "
@@ -652,7 +706,8 @@ def main(argv=None):
         f"The machine itself, running two single-threaded fits in two "
         f"processes at once ({n_rounds} rounds): throughput median "
         f"{np.median(throughputs):.2f} times one fit alone, range "
-        f"{np.min(throughputs):.2f} to {np.max(throughputs):.2f}.\n\n"
+        f"{np.min(throughputs):.2f} to {np.max(throughputs):.2f}."
+        f"{core_summary(core_seconds)}\n\n"
         f"Smoothing window of SmoothedLDA L=10 after the last epoch: "
         f"{sparse_bytes / 2**20:.1f} MiB stored sparsely, against "
         f"{dense_bytes / 2**20:.1f} MiB for the same statistics stored densely "
