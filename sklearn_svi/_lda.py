@@ -278,14 +278,10 @@ class _OnlineLDA(
         exp_word_topic = np.empty(
             (words.size, self.n_components), dtype=self._natural.dtype
         )
-        topic_totals = workers.sum_over_rows(
-            lambda span: self._natural[span].sum(axis=0, dtype=np.float64),
-            len(self._natural),
-        )
         workers.run(
             _kernel.exp_dirichlet_expectation_rows,
             [
-                (self._natural, topic_totals, words[span], exp_word_topic[span])
+                (self._natural, self._natural_totals, words[span], exp_word_topic[span])
                 for span in workers.row_blocks(words.size)
             ],
         )

@@ -32,11 +32,14 @@ from ._mechanisms import (
     SmoothingWindow,
     StudentTFilter,
 )
-from ._threads import thread_workers
+from ._threads import Workers, thread_workers
 from ._update_fast import form_target, step_toward_target
 
 # Minibatches drawn at the initial lambda to start a filter's noise estimates.
 MONTE_CARLO_BATCHES = 5
+
+# Threads for the work done outside a fit's thread pool.
+SERIAL = Workers(1)
 
 # Most step sizes kept in ``step_size_history_``.
 STEP_SIZE_RECORD_CAPACITY = 10_000
@@ -65,6 +68,10 @@ class OnlineUpdateMixin:
     - ``_evaluation_score(X, workers)``: a score of X, higher is better,
       recorded in ``evaluation_history_``;
     - ``_fit_converged()``: whether ``fit`` can stop after a pass.
+
+    The mixin keeps ``_natural_totals``, the sum of the rows of lambda in
+    float64, up to date: the update sums the rows as it writes them (LDA's
+    local step needs the sums of its topics).
 
     It may also implement ``_after_update()``, called after every update of
     lambda, ``_after_pass()``, after every pass of ``fit`` and every
@@ -160,6 +167,7 @@ class OnlineUpdateMixin:
         """Reset lambda, the mechanisms, the counters and the random state."""
         self.random_state_ = check_random_state(self.random_state)
         self._natural = self._initial_natural(X, n_total, self.random_state_)
+        self._natural_totals = self._sum_natural(SERIAL)
         self._window = SmoothingWindow(
             self._window_length(), self._natural.shape, self._natural.dtype
         )
@@ -196,25 +204,37 @@ class OnlineUpdateMixin:
         if self._step_size.observes_target:
             target = self._target(self._window, n_total, workers)
         rho = self._step_size(self.n_batch_iter_, target, self._natural, workers)
-        # lambda = (1 - rho) lambda + rho lambda^, one pass over each row block.
-        workers.run(
-            step_toward_target,
-            [
-                (
-                    self._natural, self._window.total, scale, prior, rho,
-                    span.start, span.stop,
-                )
-                for span in self._row_spans(workers)
-            ],
+        # lambda = (1 - rho) lambda + rho lambda^, one pass over each row block
+        # that also sums its rows.
+        self._natural_totals = workers.sum_over_rows(
+            lambda span: step_toward_target(
+                self._natural, self._window.total, scale, prior, rho,
+                span.start, span.stop,
+            ),
+            len(self._natural),
         )
         if self._annealing is not None:
             # Negative weights can take lambda^ out of the feasible set.
-            self.n_projected_ += self._project_natural(workers)
+            projected = self._project_natural(workers)
+            if projected:
+                self.n_projected_ += projected
+                self._natural_totals = self._sum_natural(workers)
         self._after_update()
 
         self._record_step_size(rho)
         if self.evaluate_every > 0 and self.n_batch_iter_ % self.evaluate_every == 0:
             self._record_evaluation(X_batch if X_val is None else X_val, workers)
+
+    def _sum_natural(self, workers):
+        """The sum of the rows of lambda, in float64.
+
+        Summed over the same fixed blocks of rows as the update's own sums,
+        so that the result does not depend on the number of threads.
+        """
+        return workers.sum_over_rows(
+            lambda span: self._natural[span].sum(axis=0, dtype=np.float64),
+            len(self._natural),
+        )
 
     def _row_spans(self, workers):
         return workers.row_blocks(len(self._natural))

@@ -11,6 +11,8 @@ threads of :mod:`sklearn_svi._threads` run them on disjoint row blocks.
 
 from cython cimport floating
 
+import numpy as np
+
 
 def add_rows(
     floating[:, ::1] total,
@@ -99,7 +101,7 @@ def step_toward_target(
 
     The convex combination with the noisy optimum of :func:`form_target`,
     computed on the fly: one pass over lambda and the running sum, with no
-    array for lambda^.
+    array for lambda^. The same pass sums the updated rows.
 
     Parameters
     ----------
@@ -111,6 +113,11 @@ def step_toward_target(
         The step size.
     start, stop : int
         The range of rows.
+
+    Returns
+    -------
+    column_sums : ndarray of shape (n_components,)
+        The sum of the updated rows, in float64, added row after row.
     """
     cdef Py_ssize_t n_components = natural.shape[1]
     cdef Py_ssize_t i, k
@@ -120,6 +127,8 @@ def step_toward_target(
     cdef floating eta
     cdef floating* row
     cdef const floating* sums
+    column_sums = np.zeros(n_components, dtype=np.float64)
+    cdef double[::1] column = column_sums
     with nogil:
         for i in range(start, stop):
             row = &natural[i, 0]
@@ -127,3 +136,5 @@ def step_toward_target(
             eta = prior[i]
             for k in range(n_components):
                 row[k] = keep * row[k] + move * _noisy_optimum(sums[k], factor, eta)
+                column[k] += row[k]
+    return column_sums

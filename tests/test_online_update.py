@@ -9,7 +9,13 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.utils import gen_batches
 
-from sklearn_svi import SmoothedLDA, make_lda_corpus, match_topics
+from sklearn_svi import (
+    AnnealedLDA,
+    FilteredLDA,
+    SmoothedLDA,
+    make_lda_corpus,
+    match_topics,
+)
 from sklearn_svi._mechanisms import (
     ConstantStepSize,
     RobbinsMonroStepSize,
@@ -42,6 +48,7 @@ def dense_reference_run(X, L, **params):
     statistics = []
     for t, batch in enumerate(gen_batches(X.shape[0], params["batch_size"]), start=1):
         probe._natural = topic_word
+        probe._natural_totals = probe._sum_natural(Workers(1))
         statistic = probe._local_statistic(X[batch], Workers(1))
         dense = np.zeros_like(topic_word)
         dense[statistic.rows] = statistic.block
@@ -266,3 +273,27 @@ def test_smoothing_divides_the_variance_by_about_L(planted_corpus):
     # Summed over all coordinates, the estimate is within a few percent of
     # 1/L; the interval leaves room for the overlap of successive windows.
     assert 0.8 / L < ratio < 1.2 / L, ratio
+
+
+@pytest.mark.parametrize(
+    "make_model",
+    [
+        lambda: SmoothedLDA(L=3, **PARAMS),
+        # Small effective batches give negative weights and projections.
+        lambda: AnnealedLDA(M=2, **PARAMS),
+        lambda: FilteredLDA(
+            **{k: v for k, v in PARAMS.items() if not k.startswith("learning")}
+        ),
+    ],
+    ids=["smoothed", "annealed", "filtered"],
+)
+def test_update_keeps_the_sums_of_lambda(planted_corpus, make_model):
+    # The update sums the rows of lambda as it writes them; the local step
+    # of the next minibatch uses these sums instead of a pass of its own.
+    model = make_model().partial_fit(planted_corpus[0])
+    if isinstance(model, AnnealedLDA):
+        assert model.n_projected_ > 0
+    assert_allclose(
+        model._natural_totals, model._natural.sum(axis=0, dtype=np.float64),
+        rtol=1e-12,
+    )
