@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._threads import Workers
-from ._update_fast import add_rows
+from ._update_fast import replace_rows
 
 SERIAL = Workers(1)
 
@@ -98,17 +98,21 @@ class SmoothingWindow:
 
     def _replace(self, oldest, newest, span):
         """sum <- sum - S_{t-L} + S_t on the rows of ``span`` (eq. 11)."""
-        if oldest is not None:
-            self._add(oldest, span, subtract=True)
-        self._add(newest, span, subtract=False)
+        old_rows, old_block = self._rows_of(oldest, span)
+        new_rows, new_block = self._rows_of(newest, span)
+        replace_rows(self.total, old_rows, old_block, new_rows, new_block)
 
-    def _add(self, statistic, span, subtract):
+    def _rows_of(self, statistic, span):
+        """The rows of ``statistic`` in ``span`` as the compiled loop takes them."""
+        if statistic is None:
+            return (
+                np.empty(0, dtype=np.intp),
+                np.empty((0, self.total.shape[1]), dtype=self.total.dtype),
+            )
         rows, block = statistic.restricted_to(span)
-        add_rows(
-            self.total,
+        return (
             np.asarray(rows, dtype=np.intp),
             np.ascontiguousarray(block, dtype=self.total.dtype),
-            subtract,
         )
 
     @property

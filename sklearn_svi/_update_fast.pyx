@@ -14,39 +14,55 @@ from cython cimport floating
 import numpy as np
 
 
-def add_rows(
+def replace_rows(
     floating[:, ::1] total,
-    const Py_ssize_t[::1] rows,
-    const floating[:, ::1] block,
-    bint subtract,
+    const Py_ssize_t[::1] old_rows,
+    const floating[:, ::1] old_block,
+    const Py_ssize_t[::1] new_rows,
+    const floating[:, ::1] new_block,
 ):
-    """total[rows[j]] += block[j] (or -= with ``subtract``) for every j.
+    """total[old_rows] -= old_block, then total[new_rows] += new_block.
+
+    The window's running sum, sum_t = sum_{t-1} - S_{t-L} + S_t (Mandt & Blei
+    2014, eq. 11), in one pass over the two sorted lists of rows: a row in
+    both is read and written once, its old values subtracted before its new
+    ones are added, as two separate passes would.
 
     Parameters
     ----------
     total : ndarray of shape (n_params, n_components)
         The array updated in place.
-    rows : ndarray of shape (n_rows,)
-        Distinct row indices of ``total``.
-    block : ndarray of shape (n_rows, n_components)
-        The values added to (or subtracted from) those rows.
-    subtract : bool
-        Subtract the values instead of adding them.
+    old_rows : ndarray of shape (n_old,)
+        Sorted, distinct row indices of ``total``.
+    old_block : ndarray of shape (n_old, n_components)
+        The values subtracted from those rows.
+    new_rows : ndarray of shape (n_new,)
+        Sorted, distinct row indices of ``total``.
+    new_block : ndarray of shape (n_new, n_components)
+        The values added to those rows.
     """
     cdef Py_ssize_t n_components = total.shape[1]
-    cdef Py_ssize_t j, k
+    cdef Py_ssize_t n_old = old_rows.shape[0], n_new = new_rows.shape[0]
+    cdef Py_ssize_t i = 0, j = 0, k
     cdef floating* row
-    cdef const floating* values
     with nogil:
-        for j in range(rows.shape[0]):
-            row = &total[rows[j], 0]
-            values = &block[j, 0]
-            if subtract:
+        while i < n_old or j < n_new:
+            if j == n_new or (i < n_old and old_rows[i] < new_rows[j]):
+                row = &total[old_rows[i], 0]
                 for k in range(n_components):
-                    row[k] -= values[k]
+                    row[k] -= old_block[i, k]
+                i += 1
+            elif i == n_old or new_rows[j] < old_rows[i]:
+                row = &total[new_rows[j], 0]
+                for k in range(n_components):
+                    row[k] += new_block[j, k]
+                j += 1
             else:
+                row = &total[new_rows[j], 0]
                 for k in range(n_components):
-                    row[k] += values[k]
+                    row[k] = (row[k] - old_block[i, k]) + new_block[j, k]
+                i += 1
+                j += 1
 
 
 cdef inline floating _noisy_optimum(

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from sklearn_svi._threads import Workers, thread_workers
-from sklearn_svi._update_fast import add_rows, form_target, step_toward_target
+from sklearn_svi._update_fast import form_target, replace_rows, step_toward_target
 
 
 @pytest.mark.parametrize("n_jobs", [1, 2, 3])
@@ -63,21 +63,27 @@ def test_row_blocks_cover_the_rows_in_order(n_threads, n_rows):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_add_rows_matches_numpy(dtype):
+def test_replace_rows_matches_two_passes_of_numpy(dtype):
     rng = np.random.default_rng(0)
     total = rng.random((40, 6)).astype(dtype)
-    rows = np.sort(rng.choice(40, size=15, replace=False)).astype(np.intp)
-    block = rng.random((15, 6)).astype(dtype)
+    # Overlapping lists: rows only in the old one, only in the new one, both.
+    old_rows = np.sort(rng.choice(40, size=15, replace=False)).astype(np.intp)
+    new_rows = np.sort(rng.choice(40, size=12, replace=False)).astype(np.intp)
+    assert 0 < np.intersect1d(old_rows, new_rows).size < 12
+    old_block = rng.random((15, 6)).astype(dtype)
+    new_block = rng.random((12, 6)).astype(dtype)
 
     expected = total.copy()
-    expected[rows] += block
-    added = total.copy()
-    add_rows(added, rows, block, False)
-    np.testing.assert_array_equal(added, expected)
+    expected[old_rows] -= old_block
+    expected[new_rows] += new_block
+    replaced = total.copy()
+    replace_rows(replaced, old_rows, old_block, new_rows, new_block)
+    np.testing.assert_array_equal(replaced, expected)
 
-    expected[rows] -= block
-    add_rows(added, rows, block, True)
-    np.testing.assert_array_equal(added, expected)
+    nothing = np.empty(0, dtype=np.intp)
+    replace_rows(replaced, nothing, old_block[:0], new_rows, new_block)
+    expected[new_rows] += new_block
+    np.testing.assert_array_equal(replaced, expected)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
