@@ -218,15 +218,13 @@ class _OnlineLDA(
                 exp_doc_topic.dtype
             )
         documents = local.documents
-        by_word = sp.csr_matrix(
-            (local.count_ratio, documents.indices, documents.indptr),
-            shape=(documents.n_documents, documents.words.size),
-        ).tocsc()
+        by_word = _kernel.words_of_documents(
+            documents.indptr, documents.indices, documents.words.size
+        )
         statistic = np.empty_like(local.exp_word_topic)
         shared = (
-            by_word.indptr.astype(np.intp, copy=False),
-            by_word.indices.astype(np.intp, copy=False),
-            by_word.data,
+            *by_word,
+            local.count_ratio,
             exp_doc_topic,
             local.exp_word_topic,
             statistic,

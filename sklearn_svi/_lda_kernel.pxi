@@ -7,6 +7,8 @@ from libc.math cimport fabs
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
 
+import numpy as np
+
 
 cdef extern from *:
     """
@@ -280,9 +282,62 @@ def exp_dirichlet_expectation_rows(
     free(topic_scale)
 
 
+def words_of_documents(
+    const Py_ssize_t[::1] indptr,
+    const Py_ssize_t[::1] indices,
+    Py_ssize_t n_words,
+):
+    """The documents of each word, from the words of each document (CSR to CSC).
+
+    Parameters
+    ----------
+    indptr, indices : ndarray
+        CSR structure of the documents; ``indices`` are words in
+        ``range(n_words)``.
+    n_words : int
+        Number of words.
+
+    Returns
+    -------
+    word_indptr : ndarray of shape (n_words + 1,)
+        Word w has the entries ``word_indptr[w]`` to ``word_indptr[w + 1] - 1``.
+    documents : ndarray of shape (nnz,)
+        The document of each entry, increasing within each word.
+    positions : ndarray of shape (nnz,)
+        The position of each entry in the CSR arrays.
+    """
+    cdef Py_ssize_t n_documents = indptr.shape[0] - 1
+    cdef Py_ssize_t d, p, w, slot
+    word_indptr_array = np.zeros(n_words + 1, dtype=np.intp)
+    documents_array = np.empty(indices.shape[0], dtype=np.intp)
+    positions_array = np.empty(indices.shape[0], dtype=np.intp)
+    cdef Py_ssize_t[::1] word_indptr = word_indptr_array
+    cdef Py_ssize_t[::1] documents = documents_array
+    cdef Py_ssize_t[::1] positions = positions_array
+    cdef Py_ssize_t* next_slot = <Py_ssize_t*> malloc((n_words + 1) * sizeof(Py_ssize_t))
+    if next_slot == NULL:
+        raise MemoryError()
+    with nogil:
+        for p in range(indices.shape[0]):
+            word_indptr[indices[p] + 1] += 1
+        for w in range(n_words):
+            word_indptr[w + 1] += word_indptr[w]
+            next_slot[w] = word_indptr[w]
+        for d in range(n_documents):
+            for p in range(indptr[d], indptr[d + 1]):
+                w = indices[p]
+                slot = next_slot[w]
+                next_slot[w] = slot + 1
+                documents[slot] = d
+                positions[slot] = p
+    free(next_slot)
+    return word_indptr_array, documents_array, positions_array
+
+
 def word_topic_statistic(
     const Py_ssize_t[::1] word_indptr,
     const Py_ssize_t[::1] documents,
+    const Py_ssize_t[::1] positions,
     const floating[::1] count_ratio,
     const floating[:, ::1] exp_doc_topic,
     const floating[:, ::1] exp_word_topic,
@@ -297,13 +352,14 @@ def word_topic_statistic(
 
         out_wk = scale exp E[log beta_kw] sum_d (n_dw / norm_dw) exp E[log theta_dk],
 
-    the sum over the documents containing w, given word by word (CSC).
+    the sum over the documents containing w, in increasing order.
 
     Parameters
     ----------
-    word_indptr, documents, count_ratio : ndarray
-        CSC structure of n_dw / norm_dw: for word w, the documents
-        ``documents[word_indptr[w]:word_indptr[w + 1]]`` and their ratios.
+    word_indptr, documents, positions : ndarray
+        The documents of each word, from :func:`words_of_documents`.
+    count_ratio : ndarray of shape (nnz,)
+        n_dw / norm_dw, in the documents' (CSR) order.
     exp_doc_topic : ndarray of shape (n_documents, n_topics)
         exp E[log theta].
     exp_word_topic : ndarray of shape (n_words, n_topics)
@@ -328,7 +384,7 @@ def word_topic_statistic(
             for k in range(n_topics):
                 row[k] = 0
             for j in range(word_indptr[w], word_indptr[w + 1]):
-                weight = count_ratio[j]
+                weight = count_ratio[positions[j]]
                 theta = &exp_doc_topic[documents[j], 0]
                 for k in range(n_topics):
                     row[k] += weight * theta[k]

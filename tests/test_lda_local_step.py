@@ -163,3 +163,17 @@ def test_float_mode_of_the_calling_thread_is_restored(planted_corpus, kernel):
     assert np.float32(smallest_normal) / np.float32(4) > 0
     fitted_model(planted_corpus[0], dtype=np.float32)
     assert np.float32(smallest_normal) / np.float32(4) > 0
+
+
+def test_words_of_documents_is_the_transpose(kernel):
+    rng = np.random.default_rng(0)
+    X = sp.random(30, 12, density=0.3, format="csr", random_state=rng)
+    X.data[:] = np.arange(1, X.nnz + 1)
+    indptr = X.indptr.astype(np.intp)
+    indices = X.indices.astype(np.intp)
+    word_indptr, documents, positions = kernel.words_of_documents(indptr, indices, 12)
+    by_word = X.tocsc()
+    by_word.sort_indices()
+    assert_array_equal(word_indptr, by_word.indptr)
+    assert_array_equal(documents, by_word.indices)
+    assert_array_equal(X.data[positions], by_word.data)
