@@ -456,6 +456,7 @@ def infer_documents(
     cdef floating alpha = <floating> doc_topic_prior
     cdef floating updated
     cdef double change
+    cdef void* memory
     cdef floating* block
     cdef floating* exp_theta
     cdef floating* topic_sum
@@ -472,15 +473,18 @@ def infer_documents(
     with nogil:
         # Per thread: the block, exp E[log theta] and the topic sums with
         # n_padded values, and the document's counts and ratios.
-        block = <floating*> malloc(
-            ((longest + 2) * n_padded + 2 * longest) * sizeof(floating)
+        memory = malloc(
+            ((longest + 2) * n_padded + 2 * longest) * sizeof(floating) + 64
         )
         work = <double*> malloc(2 * (n_topics + 1) * sizeof(double))
-        if block == NULL or work == NULL:
-            free(block)
+        if memory == NULL or work == NULL:
+            free(memory)
             free(work)
             with gil:
                 raise MemoryError()
+        # Rows start on 32-byte boundaries, so no vector load of the
+        # sweep straddles two cache lines.
+        block = <floating*> ((<size_t> memory + 63) // 64 * 64)
         exp_theta = block + longest * n_padded
         topic_sum = exp_theta + n_padded
         doc_counts = topic_sum + n_padded
@@ -530,6 +534,6 @@ def infer_documents(
             for j in range(n_words):
                 count_ratio[begin + j] = ratio[j]
         _restore_float_mode(float_mode)
-        free(block)
+        free(memory)
         free(work)
     return n_iter
