@@ -8,6 +8,7 @@ q(z_dn) = Categorical(phi_dn). The global parameter lambda is the
 ``components_`` attribute, as in scikit-learn's LatentDirichletAllocation.
 """
 
+import importlib
 from dataclasses import dataclass
 from numbers import Integral, Real
 
@@ -114,13 +115,17 @@ def _dirichlet_term(prior, parameters, n_categories):
 
 
 def _select_kernel():
-    """The compiled local step for this processor: AVX2 and FMA if it has them."""
+    """The compiled local step for this processor: the widest vectors it runs."""
+    builds = []
+    if _lda_fast.cpu_has_avx512():
+        builds.append("_lda_fast_avx512")
     if _lda_fast.cpu_has_avx2_fma():
+        builds.append("_lda_fast_avx2")
+    for name in builds:
         try:
-            from . import _lda_fast_avx2
+            return importlib.import_module(f".{name}", __package__)
         except ImportError:  # not built on this platform
-            return _lda_fast
-        return _lda_fast_avx2
+            continue
     return _lda_fast
 
 

@@ -23,7 +23,8 @@ GIL: the threads of a minibatch take its documents one at a time from a
 shared counter.
 
 This module is built for any processor of its architecture; _lda_fast_avx2
-is the same code built with AVX2 and FMA instructions.
+and _lda_fast_avx512 are the same code built with AVX2 and FMA, and with
+AVX-512 instructions.
 """
 
 include "_lda_kernel.pxi"
@@ -31,19 +32,30 @@ include "_lda_kernel.pxi"
 
 cdef extern from *:
     """
+    #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
     static int sklearn_svi_cpu_has_avx2_fma(void)
     {
-    #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
         __builtin_cpu_init();
         return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    #else
-        return 0;
-    #endif
     }
+    static int sklearn_svi_cpu_has_avx512(void)
+    {
+        return sklearn_svi_cpu_has_avx2_fma() && __builtin_cpu_supports("avx512f");
+    }
+    #else
+    static int sklearn_svi_cpu_has_avx2_fma(void) { return 0; }
+    static int sklearn_svi_cpu_has_avx512(void) { return 0; }
+    #endif
     """
     int sklearn_svi_cpu_has_avx2_fma()
+    int sklearn_svi_cpu_has_avx512()
 
 
 def cpu_has_avx2_fma():
     """Whether this processor runs AVX2 and FMA instructions."""
     return bool(sklearn_svi_cpu_has_avx2_fma())
+
+
+def cpu_has_avx512():
+    """Whether this processor runs AVX-512 (foundation), AVX2 and FMA instructions."""
+    return bool(sklearn_svi_cpu_has_avx512())

@@ -172,7 +172,8 @@ cdef inline void _exp_dirichlet_expectation(
 
 cdef extern from "_lda_sweep.h":
     enum:
-        SKLEARN_SVI_VECTOR_BYTES
+        SKLEARN_SVI_DOUBLE_LANES
+        SKLEARN_SVI_FLOAT_LANES
         SKLEARN_SVI_WORDS
     void sklearn_svi_count_ratio_double(
         const double*, const double*, const double*, double*,
@@ -447,7 +448,10 @@ def infer_documents(
         processed.
     """
     cdef Py_ssize_t n_topics = exp_word_topic.shape[1]
-    cdef Py_ssize_t n_padded = _round_up(n_topics, SKLEARN_SVI_VECTOR_BYTES // sizeof(floating))
+    cdef Py_ssize_t lanes = (
+        SKLEARN_SVI_DOUBLE_LANES if floating is double else SKLEARN_SVI_FLOAT_LANES
+    )
+    cdef Py_ssize_t n_padded = _round_up(n_topics, lanes)
     cdef Py_ssize_t n_documents = indptr.shape[0] - 1
     cdef Py_ssize_t d, j, k, it, begin, n_words, n_rows, longest = 0
     cdef Py_ssize_t n_iter = 0

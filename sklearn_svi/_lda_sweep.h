@@ -2,14 +2,13 @@
  * with GCC and Clang vector extensions.
  *
  * The block holds exp E[log beta] of the document's words, one row per
- * word, with its topics padded by zeros to a whole number of vectors of
- * SKLEARN_SVI_VECTOR_BYTES bytes (4 doubles or 8 floats: one AVX2 register,
- * two SSE2 or NEON registers) and its words padded by zero rows, of count
- * 0, to a multiple of SKLEARN_SVI_WORDS. The sum over topics of one word is
- * formed lane by lane and the lanes added in a fixed order: a document's
- * result does not depend on the thread that computes it. Eight words are
- * taken at a time, eight independent chains of multiply-adds that keep the
- * processor's arithmetic units busy.
+ * word, with its topics padded by zeros to a whole number of vectors
+ * (SKLEARN_SVI_DOUBLE_LANES or SKLEARN_SVI_FLOAT_LANES values) and its words
+ * padded by zero rows, of count 0, to a multiple of SKLEARN_SVI_WORDS. The
+ * sum over topics of one word is formed lane by lane and the lanes added in
+ * a fixed order: a document's result does not depend on the thread that
+ * computes it. Eight words are taken at a time, eight independent chains of
+ * multiply-adds that keep the processor's arithmetic units busy.
  *
  * The functions are defined for double and float by SKLEARN_SVI_DEFINE.
  */
@@ -23,16 +22,22 @@
 #error "The LDA kernel of sklearn_svi needs GCC or Clang (vector extensions)."
 #endif
 
-#define SKLEARN_SVI_VECTOR_BYTES 32
+/* Lanes of a vector: 4 doubles (one AVX2 register, two SSE2 or NEON
+   registers) unless the build asks for 8 (one AVX-512 register), and 8
+   floats. */
+#ifndef SKLEARN_SVI_DOUBLE_LANES
+#define SKLEARN_SVI_DOUBLE_LANES 4
+#endif
+#define SKLEARN_SVI_FLOAT_LANES 8
 #define SKLEARN_SVI_WORDS 8
 
 typedef double sklearn_svi_double_lanes
-    __attribute__((vector_size(SKLEARN_SVI_VECTOR_BYTES)));
+    __attribute__((vector_size(SKLEARN_SVI_DOUBLE_LANES * sizeof(double))));
 typedef float sklearn_svi_float_lanes
-    __attribute__((vector_size(SKLEARN_SVI_VECTOR_BYTES)));
+    __attribute__((vector_size(SKLEARN_SVI_FLOAT_LANES * sizeof(float))));
 
 /* The number of values of type T in one vector. */
-#define SKLEARN_SVI_LANES(T) (SKLEARN_SVI_VECTOR_BYTES / (ptrdiff_t) sizeof(T))
+#define SKLEARN_SVI_LANES(T) ((ptrdiff_t) (sizeof(sklearn_svi_##T##_lanes) / sizeof(T)))
 
 /* One vector of values at p, which need not be aligned. */
 #define SKLEARN_SVI_LOAD(lanes, p) memcpy(&(lanes), (p), sizeof(lanes))
@@ -43,9 +48,16 @@ typedef float sklearn_svi_float_lanes
     (SKLEARN_SVI_LOAD(row, p), (sum) += (row) * (theta))
 
 /* The sum of the lanes of s, always in the same order. */
-#define SKLEARN_SVI_TOTAL_double(s) ((s[0] + s[2]) + (s[1] + s[3]))
-#define SKLEARN_SVI_TOTAL_float(s) \
+#define SKLEARN_SVI_TOTAL_OF_8(s) \
     (((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7])))
+#if SKLEARN_SVI_DOUBLE_LANES == 8
+#define SKLEARN_SVI_TOTAL_double(s) SKLEARN_SVI_TOTAL_OF_8(s)
+#elif SKLEARN_SVI_DOUBLE_LANES == 4
+#define SKLEARN_SVI_TOTAL_double(s) ((s[0] + s[2]) + (s[1] + s[3]))
+#else
+#error "SKLEARN_SVI_DOUBLE_LANES must be 4 or 8."
+#endif
+#define SKLEARN_SVI_TOTAL_float(s) SKLEARN_SVI_TOTAL_OF_8(s)
 
 #define SKLEARN_SVI_DEFINE(T, V)                                               \
 /* ratio_w = n_dw / (sum_k exp E[log theta_k] exp E[log beta_kw] + eps) for    \

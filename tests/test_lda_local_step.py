@@ -13,12 +13,16 @@ from sklearn_svi._threads import Workers
 
 
 def compiled_kernels():
-    """The kernel built for any processor, and the AVX2 one where it runs."""
+    """The kernel built for any processor, and the wider ones where they run."""
     kernels = [pytest.param(_lda_fast, id="portable")]
     if _lda_fast.cpu_has_avx2_fma():
         from sklearn_svi import _lda_fast_avx2
 
         kernels.append(pytest.param(_lda_fast_avx2, id="avx2"))
+    if _lda_fast.cpu_has_avx512():
+        from sklearn_svi import _lda_fast_avx512
+
+        kernels.append(pytest.param(_lda_fast_avx512, id="avx512"))
     return kernels
 
 
@@ -149,7 +153,9 @@ def test_empty_documents_get_prior_proportions(planted_corpus, kernel):
 def test_the_fastest_kernel_this_processor_runs_is_used():
     from sklearn_svi._lda import _select_kernel
 
-    if _lda_fast.cpu_has_avx2_fma():
+    if _lda_fast.cpu_has_avx512():
+        assert _select_kernel().__name__ == "sklearn_svi._lda_fast_avx512"
+    elif _lda_fast.cpu_has_avx2_fma():
         assert _select_kernel().__name__ == "sklearn_svi._lda_fast_avx2"
     else:
         assert _select_kernel() is _lda_fast
