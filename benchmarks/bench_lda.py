@@ -542,7 +542,9 @@ def core_summary(core_seconds):
         return ""
     medians = {core: float(np.median(values)) for core, values in core_seconds.items()}
     fast, slow = sorted(medians.values())
-    per_core = ", ".join(f"core {core} {value:.3f} s" for core, value in medians.items())
+    per_core = ", ".join(
+        f"core {core} {value:.3f} s" for core, value in medians.items()
+    )
     return (
         f" One thread pinned to each core in turn: median seconds per epoch "
         f"{per_core}; two threads that share the documents as they free up can "

@@ -12,10 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._threads import Workers
+from ._threads import SERIAL
 from ._update_fast import replace_rows
-
-SERIAL = Workers(1)
 
 
 @dataclass(frozen=True)

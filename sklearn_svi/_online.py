@@ -32,14 +32,11 @@ from ._mechanisms import (
     SmoothingWindow,
     StudentTFilter,
 )
-from ._threads import Workers, thread_workers
+from ._threads import SERIAL, thread_workers
 from ._update_fast import form_target, step_toward_target
 
 # Minibatches drawn at the initial lambda to start a filter's noise estimates.
 MONTE_CARLO_BATCHES = 5
-
-# Threads for the work done outside a fit's thread pool.
-SERIAL = Workers(1)
 
 # Most step sizes kept in ``step_size_history_``.
 STEP_SIZE_RECORD_CAPACITY = 10_000
@@ -208,8 +205,13 @@ class OnlineUpdateMixin:
         # that also sums its rows.
         self._natural_totals = workers.sum_over_rows(
             lambda span: step_toward_target(
-                self._natural, self._window.total, scale, prior, rho,
-                span.start, span.stop,
+                self._natural,
+                self._window.total,
+                scale,
+                prior,
+                rho,
+                span.start,
+                span.stop,
             ),
             len(self._natural),
         )

@@ -121,6 +121,10 @@ class Workers:
         return sum(self.run(function, [(span,) for span in spans]))
 
 
+# The calling thread alone, for work done outside a fit's threads.
+SERIAL = Workers(1)
+
+
 @contextmanager
 def thread_workers(n_jobs):
     """Workers for scikit-learn's ``n_jobs``: None means 1, -1 all cores.

@@ -3,10 +3,10 @@
 
 The update of lambda and of the smoothing window's running sum touch every
 value of arrays of shape (n_params, n_components) once per minibatch. NumPy
-needs a temporary array and a pass over memory per arithmetic operation
-(three for a convex combination, a gather, an addition and a scatter for a
-sum over some rows); these loops make one pass without the GIL, so the
-threads of :mod:`sklearn_svi._threads` run them on disjoint row blocks.
+needs a temporary array and a pass over memory per arithmetic operation (for
+lambda^, for the convex combination, and a gather, an addition and a scatter
+for each sum over some rows); these loops make one pass without the GIL, so
+the threads of :mod:`sklearn_svi._threads` run them on disjoint row blocks.
 """
 
 from cython cimport floating

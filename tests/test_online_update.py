@@ -294,6 +294,7 @@ def test_update_keeps_the_sums_of_lambda(planted_corpus, make_model):
     if isinstance(model, AnnealedLDA):
         assert model.n_projected_ > 0
     assert_allclose(
-        model._natural_totals, model._natural.sum(axis=0, dtype=np.float64),
+        model._natural_totals,
+        model._natural.sum(axis=0, dtype=np.float64),
         rtol=1e-12,
     )

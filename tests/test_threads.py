@@ -111,4 +111,3 @@ def test_target_and_step_match_numpy_on_their_rows(dtype, by_row):
     np.testing.assert_allclose(natural, expected, rtol=tolerance)
     np.testing.assert_array_equal(natural[:5], expected[:5])
     np.testing.assert_array_equal(natural[20:], expected[20:])
-
