@@ -486,8 +486,8 @@ def infer_documents(
             free(work)
             with gil:
                 raise MemoryError()
-        # Rows start on 32-byte boundaries, so no vector load of the
-        # sweep straddles two cache lines.
+        # The block starts on a cache line and its rows are whole vectors,
+        # so no vector load of the sweep straddles two cache lines.
         block = <floating*> ((<size_t> memory + 63) // 64 * 64)
         exp_theta = block + longest * n_padded
         topic_sum = exp_theta + n_padded
