@@ -53,15 +53,13 @@ class _CompactDocuments:
 
     @classmethod
     def from_csr(cls, X):
-        present = np.zeros(X.shape[1], dtype=bool)
-        present[X.indices] = True
-        words = np.flatnonzero(present)
-        position = np.empty(X.shape[1], dtype=np.intp)
-        position[words] = np.arange(words.size)
+        words, indices = _kernel.renumber_words(
+            X.indices.astype(np.intp, copy=False), X.shape[1]
+        )
         return cls(
             words=words,
             indptr=X.indptr.astype(np.intp, copy=False),
-            indices=position[X.indices],
+            indices=indices,
             counts=X.data,
             document_lengths=np.asarray(X.sum(axis=1)).ravel(),
         )

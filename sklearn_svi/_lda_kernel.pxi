@@ -4,7 +4,7 @@
 from cython cimport floating
 from libc.float cimport DBL_EPSILON, FLT_EPSILON
 from libc.math cimport fabs
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memcpy, memset
 
 import numpy as np
@@ -281,6 +281,46 @@ def exp_dirichlet_expectation_rows(
             for k in range(n_topics):
                 out[j, k] = <floating> (values[k] * topic_scale[k])
     free(topic_scale)
+
+
+def renumber_words(const Py_ssize_t[::1] indices, Py_ssize_t n_features):
+    """The distinct words of a minibatch, and its word indices renumbered.
+
+    Parameters
+    ----------
+    indices : ndarray of shape (nnz,)
+        The vocabulary index of each entry of the minibatch.
+    n_features : int
+        Vocabulary size.
+
+    Returns
+    -------
+    words : ndarray of shape (n_words,)
+        The vocabulary indices present, increasing.
+    renumbered : ndarray of shape (nnz,)
+        The position in ``words`` of each entry's word.
+    """
+    cdef Py_ssize_t nnz = indices.shape[0]
+    cdef Py_ssize_t p, w, n_words = 0
+    renumbered_array = np.empty(nnz, dtype=np.intp)
+    words_array = np.empty(min(nnz, n_features), dtype=np.intp)
+    cdef Py_ssize_t[::1] renumbered = renumbered_array
+    cdef Py_ssize_t[::1] words = words_array
+    cdef Py_ssize_t* position = <Py_ssize_t*> calloc(n_features, sizeof(Py_ssize_t))
+    if position == NULL:
+        raise MemoryError()
+    with nogil:
+        for p in range(nnz):
+            position[indices[p]] = 1
+        for w in range(n_features):
+            if position[w]:
+                position[w] = n_words
+                words[n_words] = w
+                n_words += 1
+        for p in range(nnz):
+            renumbered[p] = position[indices[p]]
+    free(position)
+    return words_array[:n_words], renumbered_array
 
 
 def words_of_documents(

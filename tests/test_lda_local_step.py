@@ -183,3 +183,14 @@ def test_words_of_documents_is_the_transpose(kernel):
     assert_array_equal(word_indptr, by_word.indptr)
     assert_array_equal(documents, by_word.indices)
     assert_array_equal(X.data[positions], by_word.data)
+
+
+def test_renumber_words_matches_numpy(kernel):
+    rng = np.random.default_rng(0)
+    indices = rng.choice([2, 3, 7, 11, 12, 19], size=40).astype(np.intp)
+    words, renumbered = kernel.renumber_words(indices, 20)
+    expected_words, expected_renumbered = np.unique(indices, return_inverse=True)
+    assert_array_equal(words, expected_words)
+    assert_array_equal(renumbered, expected_renumbered)
+    empty_words, empty = kernel.renumber_words(np.empty(0, dtype=np.intp), 20)
+    assert empty_words.size == 0 and empty.size == 0
