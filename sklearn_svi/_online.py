@@ -199,7 +199,7 @@ class OnlineUpdateMixin:
         scale, prior = self._target_terms(self._window, n_total)
         target = None
         if self._step_size.observes_target:
-            target = self._target(self._window, n_total, workers)
+            target = self._target(self._window.total, scale, prior, workers)
         rho = self._step_size(self.n_batch_iter_, target, self._natural, workers)
         # lambda = (1 - rho) lambda + rho lambda^, one pass over each row block
         # that also sums its rows.
@@ -252,14 +252,13 @@ class OnlineUpdateMixin:
         )
         return scale, prior
 
-    def _target(self, window, n_total, workers):
-        """lambda^ = eta + N S~_t as an array, S~_t the mean of ``window``."""
-        scale, prior = self._target_terms(window, n_total)
+    def _target(self, total, scale, prior, workers):
+        """lambda^ = eta + scale * ``total`` as an array (see ``_target_terms``)."""
         target = np.empty_like(self._natural)
         workers.run(
             form_target,
             [
-                (target, window.total, scale, prior, span.start, span.stop)
+                (target, total, scale, prior, span.start, span.stop)
                 for span in self._row_spans(workers)
             ],
         )
@@ -281,7 +280,9 @@ class OnlineUpdateMixin:
             for _ in range(self._step_size.monte_carlo_batches):
                 rows = self.random_state_.randint(n_samples, size=size)
                 window.push(self._local_statistic(X[rows], workers), workers)
-                yield self._target(window, n_total, workers)
+                yield self._target(
+                    window.total, *self._target_terms(window, n_total), workers
+                )
 
         self._step_size.start(targets(), self._natural, workers)
 
