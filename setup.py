@@ -27,7 +27,9 @@ def compiled_extension(name, extra_flags=(), depends=()):
         [f"sklearn_svi/{name}.pyx"],
         include_dirs=[np.get_include()],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_9_API_VERSION")],
-        extra_compile_args=["-O3", "-fno-trapping-math", *extra_flags] if UNIX_LIKE else [],
+        extra_compile_args=["-O3", "-fno-trapping-math", *extra_flags]
+        if UNIX_LIKE
+        else [],
         depends=list(depends),
     )
 

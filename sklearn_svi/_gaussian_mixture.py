@@ -457,7 +457,7 @@ degrees_of_freedom_prior_, covariance_prior_
             prior[layout.weights, 0] = self.weight_concentration_prior_
         return prior
 
-    def _initial_natural(self, X, n_total, random_state):
+    def _initial_natural(self, X, n_total, random_state, workers):
         """The update from the initial responsibilities, with N = n_total."""
         self._set_priors(X)
         self._layout = _NaturalLayout(
@@ -745,8 +745,8 @@ degrees_of_freedom_prior_, covariance_prior_
             - 0.5 * n_features * np.sum(np.log(self.mean_precision_))
         )
 
-    def _initialize_online(self, X, n_total):
-        super()._initialize_online(X, n_total)
+    def _initialize_online(self, X, n_total, workers):
+        super()._initialize_online(X, n_total, workers)
         self.lower_bounds_ = []
         self.converged_ = False
         self.lower_bound_ = -np.inf

@@ -44,12 +44,22 @@ class SparseStatistic:
         return self.rows[first:last], self.block[first:last]
 
 
+def _replace_rows(total, oldest, newest, span):
+    """sum <- sum - S_{t-L} + S_t on the rows of ``span`` (eq. 11)."""
+    old_rows, old_block = (
+        (np.empty(0, dtype=np.intp), total[:0])
+        if oldest is None
+        else oldest.restricted_to(span)
+    )
+    replace_rows(total, old_rows, old_block, *newest.restricted_to(span))
+
+
 class SmoothingWindow:
     """Mean of the last ``length`` minibatch statistics (Mandt & Blei 2014).
 
     The smoothed statistic of Mandt & Blei's Algorithm 1 is the window mean
-    S~_t = (1/L) sum_{j<L} S_{t-j}. It is kept as a dense running sum that is
-    updated with the running-sum recursion of their eq. 11,
+    S~_t = (1/L) sum_{j<L} S_{t-j}. For L > 1 it is kept as a dense running
+    sum that is updated with the running-sum recursion of their eq. 11,
 
         sum_t = sum_{t-1} - S_{t-L} + S_t,
 
@@ -58,9 +68,9 @@ class SmoothingWindow:
     L x n_params x n_components. During warm-up, before L statistics have
     arrived, the mean is taken over those stored.
 
-    The oldest statistic is subtracted before the newest is added, so with
-    ``length=1`` the sum is exactly the latest statistic and the update is
-    plain SVI bit for bit.
+    With ``length=1`` the sum is the latest statistic itself, rows and
+    values, and no dense array is kept: the update is plain SVI bit for
+    bit, and it touches the statistic's rows only.
 
     Parameters
     ----------
@@ -69,13 +79,32 @@ class SmoothingWindow:
     shape : tuple of int
         Shape of the global parameter, (n_params, n_components).
     dtype : dtype
-        Floating point type of the running sum.
+        Floating point type of the statistics and of the running sum.
     """
 
     def __init__(self, length, shape, dtype):
         self.length = length
         self.queue = deque()
-        self.total = np.zeros(shape, dtype=dtype)
+        self.dtype = np.dtype(dtype)
+        self._running_sum = None
+        if length > 1:
+            self._running_sum = SparseStatistic(
+                np.arange(shape[0]), np.zeros(shape, dtype=dtype)
+            )
+
+    @property
+    def sum(self):
+        """sum_{j<count} S_{t-j}, the statistics in the window added up.
+
+        Returns
+        -------
+        sum : SparseStatistic
+            Every row of the parameter for L > 1; for L = 1, the latest
+            statistic's rows.
+        """
+        if self._running_sum is None:
+            return self.queue[-1]
+        return self._running_sum
 
     def push(self, statistic, workers=SERIAL):
         """Add the newest statistic, dropping the oldest beyond the window.
@@ -87,30 +116,21 @@ class SmoothingWindow:
         workers : Workers, default=SERIAL
             Threads that update blocks of rows of the running sum.
         """
+        statistic = SparseStatistic(
+            np.asarray(statistic.rows, dtype=np.intp),
+            np.ascontiguousarray(statistic.block, dtype=self.dtype),
+        )
         oldest = self.queue.popleft() if len(self.queue) == self.length else None
         self.queue.append(statistic)
+        if self._running_sum is None:
+            return
+        total = self._running_sum.block
         workers.run(
-            self._replace,
-            [(oldest, statistic, span) for span in workers.row_blocks(len(self.total))],
-        )
-
-    def _replace(self, oldest, newest, span):
-        """sum <- sum - S_{t-L} + S_t on the rows of ``span`` (eq. 11)."""
-        old_rows, old_block = self._rows_of(oldest, span)
-        new_rows, new_block = self._rows_of(newest, span)
-        replace_rows(self.total, old_rows, old_block, new_rows, new_block)
-
-    def _rows_of(self, statistic, span):
-        """The rows of ``statistic`` in ``span`` as the compiled loop takes them."""
-        if statistic is None:
-            return (
-                np.empty(0, dtype=np.intp),
-                np.empty((0, self.total.shape[1]), dtype=self.total.dtype),
-            )
-        rows, block = statistic.restricted_to(span)
-        return (
-            np.asarray(rows, dtype=np.intp),
-            np.ascontiguousarray(block, dtype=self.total.dtype),
+            _replace_rows,
+            [
+                (total, oldest, statistic, span)
+                for span in workers.row_blocks(len(total))
+            ],
         )
 
     @property

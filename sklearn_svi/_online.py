@@ -32,7 +32,7 @@ from ._mechanisms import (
     SmoothingWindow,
     StudentTFilter,
 )
-from ._threads import SERIAL, thread_workers
+from ._threads import thread_workers
 from ._update_fast import form_target, step_toward_target
 
 # Minibatches drawn at the initial lambda to start a filter's noise estimates.
@@ -53,8 +53,8 @@ class OnlineUpdateMixin:
     A model using the mixin implements
 
     - ``_check_training_data(X, reset)``: validated training data;
-    - ``_initial_natural(X, n_total, random_state)``: the initial lambda for
-      a data set of ``n_total`` samples, an array of shape
+    - ``_initial_natural(X, n_total, random_state, workers)``: the initial
+      lambda for a data set of ``n_total`` samples, an array of shape
       (n_params, n_components);
     - ``_local_statistic(X, workers, sample_weight)``: the minibatch mean
       statistic S_t, each sample's statistic multiplied by its weight (None
@@ -160,11 +160,11 @@ class OnlineUpdateMixin:
     def _after_fit(self, converged):
         """Hook run at the end of ``fit``."""
 
-    def _initialize_online(self, X, n_total):
+    def _initialize_online(self, X, n_total, workers):
         """Reset lambda, the mechanisms, the counters and the random state."""
         self.random_state_ = check_random_state(self.random_state)
-        self._natural = self._initial_natural(X, n_total, self.random_state_)
-        self._natural_totals = self._sum_natural(SERIAL)
+        self._natural = self._initial_natural(X, n_total, self.random_state_, workers)
+        self._natural_totals = self._sum_natural(workers)
         self._window = SmoothingWindow(
             self._window_length(), self._natural.shape, self._natural.dtype
         )
@@ -199,14 +199,15 @@ class OnlineUpdateMixin:
         scale, prior = self._target_terms(self._window, n_total)
         target = None
         if self._step_size.observes_target:
-            target = self._target(self._window.total, scale, prior, workers)
+            target = self._target(self._window.sum, scale, prior, workers)
         rho = self._step_size(self.n_batch_iter_, target, self._natural, workers)
         # lambda = (1 - rho) lambda + rho lambda^, one pass over each row block
         # that also sums its rows.
+        window_sum = self._window.sum
         self._natural_totals = workers.sum_over_rows(
             lambda span: step_toward_target(
                 self._natural,
-                self._window.total,
+                *window_sum.restricted_to(span),
                 scale,
                 prior,
                 rho,
@@ -238,13 +239,10 @@ class OnlineUpdateMixin:
             len(self._natural),
         )
 
-    def _row_spans(self, workers):
-        return workers.row_blocks(len(self._natural))
-
     def _target_terms(self, window, n_total):
         """scale = N / (statistics in ``window``) and eta by row.
 
-        The noisy optimum is lambda^ = eta + scale * ``window.total``.
+        The noisy optimum is lambda^ = eta + scale * ``window.sum``.
         """
         scale = n_total / window.count
         prior = _prior_by_row(
@@ -252,14 +250,21 @@ class OnlineUpdateMixin:
         )
         return scale, prior
 
-    def _target(self, total, scale, prior, workers):
-        """lambda^ = eta + scale * ``total`` as an array (see ``_target_terms``)."""
+    def _target(self, window_sum, scale, prior, workers):
+        """lambda^ = eta + scale * ``window_sum`` as an array (``_target_terms``)."""
         target = np.empty_like(self._natural)
         workers.run(
             form_target,
             [
-                (target, total, scale, prior, span.start, span.stop)
-                for span in self._row_spans(workers)
+                (
+                    target,
+                    *window_sum.restricted_to(span),
+                    scale,
+                    prior,
+                    span.start,
+                    span.stop,
+                )
+                for span in workers.row_blocks(len(self._natural))
             ],
         )
         return target
@@ -281,7 +286,7 @@ class OnlineUpdateMixin:
                 rows = self.random_state_.randint(n_samples, size=size)
                 window.push(self._local_statistic(X[rows], workers), workers)
                 yield self._target(
-                    window.total, *self._target_terms(window, n_total), workers
+                    window.sum, *self._target_terms(window, n_total), workers
                 )
 
         self._step_size.start(targets(), self._natural, workers)
@@ -357,10 +362,10 @@ class OnlineUpdateMixin:
             X = X.astype(self._natural.dtype, copy=False)
         X_val = self._check_evaluation_data(X_val, X.dtype)
         n_samples = X.shape[0]
-        if not warm:
-            self._initialize_online(X, n_samples)
         converged = False
         with thread_workers(self.n_jobs) as pool:
+            if not warm:
+                self._initialize_online(X, n_samples, pool)
             for _ in range(self.max_iter):
                 order = self.random_state_.permutation(n_samples)
                 self._run_pass(X, n_samples, X_val, pool, order=order)
@@ -406,9 +411,9 @@ class OnlineUpdateMixin:
         if not first_call:
             X = X.astype(self._natural.dtype, copy=False)
         X_val = self._check_evaluation_data(X_val, X.dtype)
-        if first_call:
-            self._initialize_online(X, self.total_samples)
         with thread_workers(self.n_jobs) as pool:
+            if first_call:
+                self._initialize_online(X, self.total_samples, pool)
             self._run_pass(X, self.total_samples, X_val, pool)
         return self
 

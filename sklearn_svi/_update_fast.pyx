@@ -74,7 +74,8 @@ cdef inline floating _noisy_optimum(
 
 def form_target(
     floating[:, ::1] target,
-    const floating[:, ::1] total,
+    const Py_ssize_t[::1] rows,
+    const floating[:, ::1] block,
     double scale,
     const floating[:] prior,
     Py_ssize_t start,
@@ -82,12 +83,17 @@ def form_target(
 ):
     """target = prior + scale total on rows ``start`` to ``stop - 1``.
 
+    The total is the smoothing window's sum of statistics, given by its
+    non-zero rows: a row that is not listed has total 0 and target eta.
+
     Parameters
     ----------
     target : ndarray of shape (n_params, n_components)
         Output: the noisy optimum lambda^.
-    total : ndarray of shape (n_params, n_components)
-        The smoothing window's running sum of minibatch statistics.
+    rows : ndarray of shape (n_rows,)
+        Sorted, distinct rows of the total between ``start`` and ``stop``.
+    block : ndarray of shape (n_rows, n_components)
+        The total on those rows.
     scale : float
         N / (number of statistics in the window).
     prior : ndarray of shape (n_params,)
@@ -96,17 +102,25 @@ def form_target(
         The range of rows.
     """
     cdef Py_ssize_t n_components = target.shape[1]
-    cdef Py_ssize_t i, k
+    cdef Py_ssize_t i, k, listed = 0
     cdef floating factor = <floating> scale
+    cdef floating eta
     with nogil:
         for i in range(start, stop):
-            for k in range(n_components):
-                target[i, k] = _noisy_optimum(total[i, k], factor, prior[i])
+            eta = prior[i]
+            if listed < rows.shape[0] and rows[listed] == i:
+                for k in range(n_components):
+                    target[i, k] = _noisy_optimum(block[listed, k], factor, eta)
+                listed += 1
+            else:
+                for k in range(n_components):
+                    target[i, k] = eta
 
 
 def step_toward_target(
     floating[:, ::1] natural,
-    const floating[:, ::1] total,
+    const Py_ssize_t[::1] rows,
+    const floating[:, ::1] block,
     double scale,
     const floating[:] prior,
     double rho,
@@ -116,14 +130,14 @@ def step_toward_target(
     """natural = (1 - rho) natural + rho (prior + scale total) on rows ``start`` to ``stop - 1``.
 
     The convex combination with the noisy optimum of :func:`form_target`,
-    computed on the fly: one pass over lambda and the running sum, with no
-    array for lambda^. The same pass sums the updated rows.
+    computed on the fly: one pass over lambda and the listed rows of the
+    total, with no array for lambda^. The same pass sums the updated rows.
 
     Parameters
     ----------
     natural : ndarray of shape (n_params, n_components)
         lambda, updated in place.
-    total, scale, prior :
+    rows, block, scale, prior :
         As in :func:`form_target`.
     rho : float
         The step size.
@@ -136,7 +150,7 @@ def step_toward_target(
         The sum of the updated rows, in float64, added row after row.
     """
     cdef Py_ssize_t n_components = natural.shape[1]
-    cdef Py_ssize_t i, k
+    cdef Py_ssize_t i, k, listed = 0
     cdef floating factor = <floating> scale
     cdef floating keep = <floating> (1.0 - rho)
     cdef floating move = <floating> rho
@@ -148,9 +162,15 @@ def step_toward_target(
     with nogil:
         for i in range(start, stop):
             row = &natural[i, 0]
-            sums = &total[i, 0]
             eta = prior[i]
-            for k in range(n_components):
-                row[k] = keep * row[k] + move * _noisy_optimum(sums[k], factor, eta)
-                column[k] += row[k]
+            if listed < rows.shape[0] and rows[listed] == i:
+                sums = &block[listed, 0]
+                for k in range(n_components):
+                    row[k] = keep * row[k] + move * _noisy_optimum(sums[k], factor, eta)
+                    column[k] += row[k]
+                listed += 1
+            else:
+                for k in range(n_components):
+                    row[k] = keep * row[k] + move * eta
+                    column[k] += row[k]
     return column_sums

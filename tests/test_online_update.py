@@ -22,7 +22,7 @@ from sklearn_svi._mechanisms import (
     SmoothingWindow,
     SparseStatistic,
 )
-from sklearn_svi._threads import Workers
+from sklearn_svi._threads import Workers, thread_workers
 
 PARAMS = dict(
     n_components=4,
@@ -42,7 +42,7 @@ def dense_reference_run(X, L, **params):
     """
     probe = SmoothedLDA(L=1, **params)
     X = probe._check_training_data(X, reset=True)
-    probe._initialize_online(X, params["total_samples"])
+    probe._initialize_online(X, params["total_samples"], Workers(1))
     topic_word = probe._natural.copy()
     eta = 1 / params["n_components"]
     statistics = []
@@ -86,6 +86,13 @@ def sparse_statistic(rng, n_params, n_rows, n_components):
     return SparseStatistic(rows, rng.random((n_rows, n_components)))
 
 
+def window_mean(window, shape):
+    """The window's mean statistic as a dense array."""
+    mean = np.zeros(shape)
+    mean[window.sum.rows] = window.sum.block / window.count
+    return mean
+
+
 def test_window_warm_up_mean_and_running_sum():
     rng = np.random.default_rng(0)
     window = SmoothingWindow(length=4, shape=(30, 3), dtype=np.float64)
@@ -101,7 +108,7 @@ def test_window_warm_up_mean_and_running_sum():
         # running sum leaves rounding residue of order 1e-17 on rows that
         # left the window.
         assert_allclose(
-            window.total / window.count, np.mean(dense[-4:], axis=0), atol=1e-14
+            window_mean(window, (30, 3)), np.mean(dense[-4:], axis=0), atol=1e-14
         )
 
 
@@ -128,7 +135,9 @@ def test_window_mean_property(length, n_statistics, n_params, seed):
         dense.append(full)
     kept = dense[-length:]
     assert window.count == len(kept)
-    assert_allclose(window.total / window.count, np.mean(kept, axis=0), atol=1e-12)
+    assert_allclose(
+        window_mean(window, (n_params, 2)), np.mean(kept, axis=0), atol=1e-12
+    )
     stored_rows = sum(statistic.rows.size for statistic in window.queue)
     assert window.nbytes == stored_rows * (2 * 8 + 8)
 
@@ -201,6 +210,9 @@ def test_batch_mode_increases_the_bound_every_step(planted_corpus):
 @pytest.mark.parametrize("L", [1, 10])
 @pytest.mark.parametrize("seed", [0, 1])
 def test_recovers_planted_topics(L, seed):
+    """A single SVI run can end in a local optimum (about one run in four
+    here); of three random starts, the one with the highest ELBO on the
+    training documents recovers the planted topics."""
     X, topics, _ = make_lda_corpus(
         n_documents=1000,
         n_features=100,
@@ -210,15 +222,19 @@ def test_recovers_planted_topics(L, seed):
         topic_word_prior=0.05,
         random_state=seed,
     )
-    model = SmoothedLDA(
-        n_components=4,
-        L=L,
-        batch_size=20,
-        max_iter=10,
-        learning_offset=1.0,
-        learning_decay=0.5,
-        random_state=seed,
-    ).fit(X)
+    starts = [
+        SmoothedLDA(
+            n_components=4,
+            L=L,
+            batch_size=20,
+            max_iter=10,
+            learning_offset=1.0,
+            learning_decay=0.5,
+            random_state=10 * seed + start,
+        ).fit(X)
+        for start in range(3)
+    ]
+    model = max(starts, key=lambda start: start.score(X))
     overlap = match_topics(model.components_, topics)[2]
     assert overlap.min() > 0.95, overlap
     # Random topics match far worse: the check can fail.
@@ -268,7 +284,7 @@ def test_smoothing_divides_the_variance_by_about_L(planted_corpus):
         dense[statistic.rows] = statistic.block
         single.append(dense)
         if t >= L - 1:
-            smoothed.append(window.total / window.count)
+            smoothed.append(window_mean(window, model._natural.shape))
     ratio = np.var(smoothed, axis=0).sum() / np.var(single, axis=0).sum()
     # Summed over all coordinates, the estimate is within a few percent of
     # 1/L; the interval leaves room for the overlap of successive windows.
@@ -298,3 +314,22 @@ def test_update_keeps_the_sums_of_lambda(planted_corpus, make_model):
         model._natural.sum(axis=0, dtype=np.float64),
         rtol=1e-12,
     )
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_initial_topics_are_gamma_draws_whatever_n_jobs(dtype):
+    """lambda starts at Gamma(100, 1/100) draws (Hoffman et al. 2013), drawn
+    in fixed blocks of words, so that the threads do not change them."""
+    X = np.ones((5, 9000), dtype=dtype)
+    initial = []
+    for n_jobs in (1, 2):
+        model = SmoothedLDA(n_components=20, random_state=0)
+        with thread_workers(n_jobs) as workers:
+            model._initialize_online(X, 5, workers)
+        initial.append(model._natural)
+    assert initial[0].dtype == dtype
+    assert_array_equal(initial[0], initial[1])
+    # 180,000 draws of mean 1 and variance 1/100: the standard errors of
+    # the sample mean and variance are 2.4e-4 and 3.3e-5.
+    assert abs(initial[0].mean() - 1.0) < 1e-3
+    assert abs(initial[0].var() - 0.01) < 2e-4

@@ -6,6 +6,7 @@ import time
 import numpy as np
 import pytest
 
+from sklearn_svi._mechanisms import SparseStatistic
 from sklearn_svi._threads import Workers, thread_workers
 from sklearn_svi._update_fast import form_target, replace_rows, step_toward_target
 
@@ -88,10 +89,19 @@ def test_replace_rows_matches_two_passes_of_numpy(dtype):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("by_row", [False, True], ids=["scalar-prior", "row-prior"])
-def test_target_and_step_match_numpy_on_their_rows(dtype, by_row):
+@pytest.mark.parametrize("all_rows", [False, True], ids=["some-rows", "all-rows"])
+def test_target_and_step_match_numpy_on_their_rows(dtype, by_row, all_rows):
     rng = np.random.default_rng(1)
     natural = rng.random((30, 4)).astype(dtype)
     total = rng.random((30, 4)).astype(dtype)
+    if all_rows:
+        rows = np.arange(30)
+    else:
+        rows = np.sort(rng.choice(30, size=12, replace=False))
+        unlisted = np.setdiff1d(np.arange(30), rows)
+        total[unlisted] = 0.0
+    window_sum = SparseStatistic(rows, np.ascontiguousarray(total[rows]))
+    span = slice(5, 20)
     scale, rho = 7.5, 0.3
     if by_row:
         prior = rng.random(30).astype(dtype)
@@ -101,13 +111,15 @@ def test_target_and_step_match_numpy_on_their_rows(dtype, by_row):
     tolerance = np.finfo(dtype).eps * 4
 
     target = np.zeros_like(natural)
-    form_target(target, total, scale, prior, 5, 20)
-    np.testing.assert_allclose(target[5:20], expected_target[5:20], rtol=tolerance)
+    form_target(target, *window_sum.restricted_to(span), scale, prior, 5, 20)
+    np.testing.assert_allclose(target[span], expected_target[span], rtol=tolerance)
     assert not target[:5].any() and not target[20:].any()
 
     expected = natural.copy()
-    expected[5:20] = (1.0 - rho) * expected[5:20] + rho * expected_target[5:20]
-    step_toward_target(natural, total, scale, prior, rho, 5, 20)
+    expected[span] = (1.0 - rho) * expected[span] + rho * expected_target[span]
+    step_toward_target(
+        natural, *window_sum.restricted_to(span), scale, prior, rho, 5, 20
+    )
     np.testing.assert_allclose(natural, expected, rtol=tolerance)
     np.testing.assert_array_equal(natural[:5], expected[:5])
     np.testing.assert_array_equal(natural[20:], expected[20:])
