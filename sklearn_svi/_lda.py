@@ -26,7 +26,7 @@ from sklearn.utils.validation import check_is_fitted, check_non_negative, valida
 from . import _lda_fast
 from ._mechanisms import SparseStatistic
 from ._online import OnlineUpdateMixin
-from ._threads import fixed_row_blocks, thread_workers
+from ._threads import call, fixed_row_blocks, thread_workers
 
 
 @dataclass(frozen=True)
@@ -85,6 +85,9 @@ class _LocalFit:
         exp E[log beta] of the documents' words.
     count_ratio : ndarray of shape (nnz,)
         n_dw / sum_k exp(E[log theta_dk] + E[log beta_kw]).
+    word_index : tuple of ndarray or None
+        The documents of each word, from ``words_of_documents``; None unless
+        the local step was asked for it.
     """
 
     documents: _CompactDocuments
@@ -92,6 +95,7 @@ class _LocalFit:
     exp_doc_topic: np.ndarray
     exp_word_topic: np.ndarray
     count_ratio: np.ndarray
+    word_index: tuple | None
 
 
 def _dirichlet_expectation(parameters):
@@ -230,19 +234,16 @@ class _OnlineLDA(
         The weights w_d multiply each document's statistic (Paisley et al.,
         Alg. 1); the local step itself does not depend on them.
         """
-        local = self._local_step(X, workers)
+        local = self._local_step(X, workers, index_words=True)
         exp_doc_topic = local.exp_doc_topic
         if sample_weight is not None:
             exp_doc_topic = exp_doc_topic * sample_weight[:, np.newaxis].astype(
                 exp_doc_topic.dtype
             )
         documents = local.documents
-        by_word = _kernel.words_of_documents(
-            documents.indptr, documents.indices, documents.words.size
-        )
         statistic = np.empty_like(local.exp_word_topic)
         shared = (
-            *by_word,
+            *local.word_index,
             local.count_ratio,
             exp_doc_topic,
             local.exp_word_topic,
@@ -275,36 +276,61 @@ class _OnlineLDA(
             )
         )
 
-    def _local_step(self, X, workers):
+    def _local_step(self, X, workers, index_words=False):
         """Fit gamma for each document of X at the current lambda.
 
         On ``workers``, both exp E[log beta] and the documents' fixed points
         are computed in chunks; every value is computed the same way
-        whichever thread runs it.
+        whichever thread runs it. With ``index_words``, the documents of
+        each word, which the statistic needs, are listed too.
         """
         documents = _CompactDocuments.from_csr(X)
-        exp_word_topic = self._exp_word_topic(documents.words, workers)
-        return self._infer_documents(documents, exp_word_topic, workers)
+        exp_word_topic, word_index = self._exp_word_topic(
+            documents, workers, index_words
+        )
+        return self._infer_documents(documents, exp_word_topic, word_index, workers)
 
-    def _exp_word_topic(self, words, workers):
-        """exp E[log beta] for ``words``, one row per word.
+    def _exp_word_topic(self, documents, workers, index_words):
+        """exp E[log beta] for the documents' words, one row per word.
 
         Only the minibatch's words are computed: the digamma over all of
-        K x V costs as much as the local step on a small minibatch.
+        K x V costs as much as the local step on a small minibatch. The word
+        index, when asked for, is one more chunk of the same work: it needs
+        only the documents.
+
+        Returns
+        -------
+        exp_word_topic : ndarray of shape (n_words, n_components)
+        word_index : tuple of ndarray or None
         """
+        words = documents.words
         exp_word_topic = np.empty(
             (words.size, self.n_components), dtype=self._natural.dtype
         )
-        workers.run(
-            _kernel.exp_dirichlet_expectation_rows,
-            [
-                (self._natural, self._natural_totals, words[span], exp_word_topic[span])
-                for span in workers.row_blocks(words.size)
-            ],
-        )
-        return exp_word_topic
+        chunks = [
+            (
+                _kernel.exp_dirichlet_expectation_rows,
+                self._natural,
+                self._natural_totals,
+                words[span],
+                exp_word_topic[span],
+            )
+            for span in workers.row_blocks(words.size)
+        ]
+        if index_words:
+            chunks.insert(
+                0,
+                (
+                    _kernel.words_of_documents,
+                    documents.indptr,
+                    documents.indices,
+                    words.size,
+                ),
+            )
+        results = workers.run(call, chunks)
+        return exp_word_topic, results[0] if index_words else None
 
-    def _infer_documents(self, documents, exp_word_topic, workers):
+    def _infer_documents(self, documents, exp_word_topic, word_index, workers):
         n_documents = documents.n_documents
         dtype = exp_word_topic.dtype
         # The same deterministic start for every document, whichever thread
@@ -337,7 +363,7 @@ class _OnlineLDA(
             [(*shared, longest_first, next_document)] * workers.n_threads,
         )
         return _LocalFit(
-            documents, doc_topic, exp_doc_topic, exp_word_topic, count_ratio
+            documents, doc_topic, exp_doc_topic, exp_word_topic, count_ratio, word_index
         )
 
     # -- scores ----------------------------------------------------------------------

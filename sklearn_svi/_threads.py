@@ -145,6 +145,24 @@ def fixed_row_blocks(n_rows, block_rows=FIXED_BLOCK_ROWS):
     ]
 
 
+def call(function, *arguments):
+    """``function(*arguments)``, so that one ``Workers.run`` runs different work.
+
+    Parameters
+    ----------
+    function : callable
+        The work of a chunk.
+    *arguments
+        Its arguments.
+
+    Returns
+    -------
+    result
+        What ``function`` returns.
+    """
+    return function(*arguments)
+
+
 # The calling thread alone, for work done outside a fit's threads.
 SERIAL = Workers(1)
 
