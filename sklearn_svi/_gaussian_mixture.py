@@ -457,7 +457,7 @@ degrees_of_freedom_prior_, covariance_prior_
             prior[layout.weights, 0] = self.weight_concentration_prior_
         return prior
 
-    def _initial_natural(self, X, n_total, random_state, workers):
+    def _initial_natural(self, X, n_total, random_state):
         """The update from the initial responsibilities, with N = n_total."""
         self._set_priors(X)
         self._layout = _NaturalLayout(

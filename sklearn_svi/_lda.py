@@ -26,7 +26,7 @@ from sklearn.utils.validation import check_is_fitted, check_non_negative, valida
 from . import _lda_fast
 from ._mechanisms import SparseStatistic
 from ._online import OnlineUpdateMixin
-from ._threads import call, fixed_row_blocks, thread_workers
+from ._threads import call, thread_workers
 
 
 @dataclass(frozen=True)
@@ -116,12 +116,6 @@ def _dirichlet_term(prior, parameters, n_categories):
     )
 
 
-def _draw_initial_rows(seed, rows):
-    """Fill ``rows`` with Gamma(100, 1/100) draws of a generator seeded by ``seed``."""
-    np.random.default_rng(seed).standard_gamma(100.0, out=rows, dtype=rows.dtype)
-    rows *= 0.01
-
-
 def _select_kernel():
     """The compiled local step for this processor: the widest vectors it runs."""
     builds = []
@@ -209,21 +203,11 @@ class _OnlineLDA(
 
     # -- the model's part of the online update ------------------------------------
 
-    def _initial_natural(self, X, n_total, random_state, workers):
-        """lambda ~ Gamma(100, 1/100) (Hoffman et al. 2013), one row per word.
-
-        The rows are drawn in fixed blocks of words, each from its own
-        generator seeded from ``random_state``, so that the blocks are drawn
-        in parallel and the result does not depend on the number of threads.
-        """
-        natural = np.empty((X.shape[1], self.n_components), dtype=X.dtype)
-        blocks = fixed_row_blocks(len(natural))
-        seeds = np.random.SeedSequence(random_state.randint(2**31)).spawn(len(blocks))
-        workers.run(
-            _draw_initial_rows,
-            [(seed, natural[block]) for seed, block in zip(seeds, blocks)],
-        )
-        return natural
+    def _initial_natural(self, X, n_total, random_state):
+        # Hoffman et al. (2013) and scikit-learn: lambda ~ Gamma(100, 1/100),
+        # drawn topic by topic as scikit-learn does and stored word by word.
+        topic_word = random_state.gamma(100.0, 0.01, (self.n_components, X.shape[1]))
+        return np.ascontiguousarray(topic_word.T, dtype=X.dtype)
 
     def _prior_natural(self):
         return self._eta

@@ -53,8 +53,8 @@ class OnlineUpdateMixin:
     A model using the mixin implements
 
     - ``_check_training_data(X, reset)``: validated training data;
-    - ``_initial_natural(X, n_total, random_state, workers)``: the initial
-      lambda for a data set of ``n_total`` samples, an array of shape
+    - ``_initial_natural(X, n_total, random_state)``: the initial lambda for
+      a data set of ``n_total`` samples, an array of shape
       (n_params, n_components);
     - ``_local_statistic(X, workers, sample_weight)``: the minibatch mean
       statistic S_t, each sample's statistic multiplied by its weight (None
@@ -163,7 +163,7 @@ class OnlineUpdateMixin:
     def _initialize_online(self, X, n_total, workers):
         """Reset lambda, the mechanisms, the counters and the random state."""
         self.random_state_ = check_random_state(self.random_state)
-        self._natural = self._initial_natural(X, n_total, self.random_state_, workers)
+        self._natural = self._initial_natural(X, n_total, self.random_state_)
         self._natural_totals = self._sum_natural(workers)
         self._window = SmoothingWindow(
             self._window_length(), self._natural.shape, self._natural.dtype

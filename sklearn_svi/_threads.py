@@ -15,9 +15,6 @@ from joblib import effective_n_jobs
 # Row blocks per thread in ``Workers.row_blocks``.
 BLOCKS_PER_THREAD = 4
 
-# Rows of each block of ``fixed_row_blocks``.
-FIXED_BLOCK_ROWS = 4096
-
 
 class Workers:
     """Run chunks of work on a number of threads.
@@ -97,7 +94,7 @@ class Workers:
         bounds = [n_rows * block // n_blocks for block in range(n_blocks + 1)]
         return [slice(start, stop) for start, stop in zip(bounds[:-1], bounds[1:])]
 
-    def sum_over_rows(self, function, n_rows, block_rows=FIXED_BLOCK_ROWS):
+    def sum_over_rows(self, function, n_rows, block_rows=4096):
         """Sum ``function(span)`` over fixed blocks of rows, on the threads.
 
         The blocks and the order of the sum do not depend on the number of
@@ -109,7 +106,7 @@ class Workers:
             Maps a slice of rows to a number or an array of numbers.
         n_rows : int
             Number of rows.
-        block_rows : int, default=FIXED_BLOCK_ROWS
+        block_rows : int, default=4096
             Number of rows of each block (the last one may be shorter).
 
         Returns
@@ -117,32 +114,11 @@ class Workers:
         total : float or ndarray
             The sum of the blocks' values, added in row order.
         """
-        spans = fixed_row_blocks(n_rows, block_rows)
+        spans = [
+            slice(start, min(start + block_rows, n_rows))
+            for start in range(0, n_rows, block_rows)
+        ]
         return sum(self.run(function, [(span,) for span in spans]))
-
-
-def fixed_row_blocks(n_rows, block_rows=FIXED_BLOCK_ROWS):
-    """Split ``range(n_rows)`` into slices of ``block_rows`` rows, in order.
-
-    Unlike :meth:`Workers.row_blocks`, the blocks do not depend on the number
-    of threads, so work that must give the same result whatever ``n_jobs``
-    is (a sum, a random draw per block) is split by them.
-
-    Parameters
-    ----------
-    n_rows : int
-        Number of rows.
-    block_rows : int, default=FIXED_BLOCK_ROWS
-        Number of rows of each block (the last one may be shorter).
-
-    Returns
-    -------
-    blocks : list of slice
-    """
-    return [
-        slice(start, min(start + block_rows, n_rows))
-        for start in range(0, n_rows, block_rows)
-    ]
 
 
 def call(function, *arguments):
