@@ -630,8 +630,8 @@ def main(argv=None):
     parser.add_argument(
         "--thread-rounds",
         type=int,
-        default=5,
-        help="rounds of the paired n_jobs=1 / n_jobs=2 timing (default 5)",
+        default=10,
+        help="rounds of the paired n_jobs=1 / n_jobs=2 timing (default 10)",
     )
     parser.add_argument(
         "--quick",

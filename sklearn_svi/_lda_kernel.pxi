@@ -175,6 +175,7 @@ cdef extern from "_lda_sweep.h":
         SKLEARN_SVI_DOUBLE_LANES
         SKLEARN_SVI_FLOAT_LANES
         SKLEARN_SVI_WORDS
+    void _prefetch "sklearn_svi_prefetch"(const void*, size_t) noexcept nogil
     void sklearn_svi_count_ratio_double(
         const double*, const double*, const double*, double*,
         Py_ssize_t, Py_ssize_t, double,
@@ -191,6 +192,11 @@ cdef extern from "_lda_sweep.h":
         const float*, const float*, const float*, float*, float*,
         Py_ssize_t, Py_ssize_t, float,
     ) noexcept nogil
+
+
+cdef enum:
+    # Rows of a document's block requested from memory ahead of their copy.
+    PREFETCH_ROWS = 8
 
 
 cdef inline Py_ssize_t _round_up(Py_ssize_t n, Py_ssize_t multiple) noexcept nogil:
@@ -263,6 +269,7 @@ def exp_dirichlet_expectation_rows(
     """
     cdef Py_ssize_t n_topics = word_topic.shape[1]
     cdef Py_ssize_t j, k
+    cdef size_t row_bytes = n_topics * sizeof(floating)
     cdef double* topic_scale = <double*> malloc(3 * n_topics * sizeof(double))
     cdef double* values = topic_scale + n_topics
     cdef double* work = values + n_topics
@@ -275,6 +282,8 @@ def exp_dirichlet_expectation_rows(
         for k in range(n_topics):
             topic_scale[k] = 1.0 / topic_scale[k]
         for j in range(rows.shape[0]):
+            if j + PREFETCH_ROWS < rows.shape[0]:
+                _prefetch(&word_topic[rows[j + PREFETCH_ROWS], 0], row_bytes)
             for k in range(n_topics):
                 values[k] = word_topic[rows[j], k]
             _exp_digamma(values, work, n_topics)
@@ -498,6 +507,7 @@ def infer_documents(
     cdef unsigned int float_mode
     cdef floating eps = FLT_EPSILON if floating is float else DBL_EPSILON
     cdef floating alpha = <floating> doc_topic_prior
+    cdef size_t row_bytes = n_topics * sizeof(floating)
     cdef floating updated
     cdef double change
     cdef void* memory
@@ -545,11 +555,19 @@ def infer_documents(
             n_words = indptr[d + 1] - begin
             n_rows = _round_up(n_words, SKLEARN_SVI_WORDS)
             # The block: the document's rows of exp E[log beta], padded by
-            # zeros to n_padded topics and n_rows words.
+            # zeros to n_padded topics and n_rows words. The rows lie all
+            # over exp_word_topic; each is requested PREFETCH_ROWS rows ahead.
+            for j in range(min(n_words, PREFETCH_ROWS)):
+                _prefetch(&exp_word_topic[indices[begin + j], 0], row_bytes)
             for j in range(n_words):
+                if j + PREFETCH_ROWS < n_words:
+                    _prefetch(
+                        &exp_word_topic[indices[begin + j + PREFETCH_ROWS], 0],
+                        row_bytes,
+                    )
                 doc_counts[j] = counts[begin + j]
                 row = &exp_word_topic[indices[begin + j], 0]
-                memcpy(&block[j * n_padded], row, n_topics * sizeof(floating))
+                memcpy(&block[j * n_padded], row, row_bytes)
                 memset(&block[j * n_padded + n_topics], 0,
                        (n_padded - n_topics) * sizeof(floating))
             for j in range(n_words, n_rows):
