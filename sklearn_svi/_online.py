@@ -196,14 +196,14 @@ class OnlineUpdateMixin:
         # lambda^ = eta + N S~_t (Mandt & Blei 2014, Alg. 1; Hoffman et al.
         # 2013, eq. 25 when L = 1), formed as an array only for a step size
         # that observes it; the update forms it on the fly.
+        window_sum = self._window.sum
         scale, prior = self._target_terms(self._window, n_total)
         target = None
         if self._step_size.observes_target:
-            target = self._target(self._window.sum, scale, prior, workers)
+            target = self._target(window_sum, scale, prior, workers)
         rho = self._step_size(self.n_batch_iter_, target, self._natural, workers)
         # lambda = (1 - rho) lambda + rho lambda^, one pass over each row block
         # that also sums its rows.
-        window_sum = self._window.sum
         self._natural_totals = workers.sum_over_rows(
             lambda span: step_toward_target(
                 self._natural,
