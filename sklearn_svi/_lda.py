@@ -212,13 +212,17 @@ class _OnlineLDA(
     def _prior_natural(self):
         return self._eta
 
-    def _local_statistic(self, X, workers, sample_weight=None):
+    def _prepare_minibatch(self, X_batch):
+        """The minibatch's documents with their words renumbered."""
+        return _CompactDocuments.from_csr(X_batch)
+
+    def _local_statistic(self, documents, workers, sample_weight=None):
         """Minibatch mean of w_d n_dw phi_dwk on the minibatch's words (eq. 28).
 
         The weights w_d multiply each document's statistic (Paisley et al.,
         Alg. 1); the local step itself does not depend on them.
         """
-        local = self._local_step(X, workers, index_words=True)
+        local = self._local_step(documents, workers, index_words=True)
         exp_doc_topic = local.exp_doc_topic
         if sample_weight is not None:
             exp_doc_topic = exp_doc_topic * sample_weight[:, np.newaxis].astype(
@@ -260,15 +264,14 @@ class _OnlineLDA(
             )
         )
 
-    def _local_step(self, X, workers, index_words=False):
-        """Fit gamma for each document of X at the current lambda.
+    def _local_step(self, documents, workers, index_words=False):
+        """Fit gamma for each of the documents at the current lambda.
 
         On ``workers``, both exp E[log beta] and the documents' fixed points
         are computed in chunks; every value is computed the same way
         whichever thread runs it. With ``index_words``, the documents of
         each word, which the statistic needs, are listed too.
         """
-        documents = _CompactDocuments.from_csr(X)
         exp_word_topic, word_index = self._exp_word_topic(
             documents, workers, index_words
         )
@@ -342,9 +345,12 @@ class _OnlineLDA(
         # at the end of the minibatch.
         longest_first = np.argsort(-np.diff(documents.indptr), kind="stable")
         next_document = np.zeros(1, dtype=np.intp)
+        # The longest run of the update: the work deferred meanwhile (the
+        # next minibatch) starts alongside it.
         workers.run(
             _kernel.infer_documents,
             [(*shared, longest_first, next_document)] * workers.n_threads,
+            start_deferred=True,
         )
         return _LocalFit(
             documents, doc_topic, exp_doc_topic, exp_word_topic, count_ratio, word_index
@@ -371,7 +377,7 @@ class _OnlineLDA(
     def _infer(self, X):
         """The local step on X with the estimator's own threads."""
         with thread_workers(self.n_jobs) as workers:
-            return self._local_step(X, workers)
+            return self._local_step(_CompactDocuments.from_csr(X), workers)
 
     def _bound(self, X):
         """The ELBO of the documents X and the topics."""
@@ -379,7 +385,7 @@ class _OnlineLDA(
 
     def _evaluation_score(self, X, workers):
         """Per-word bound of the documents' terms of the ELBO on ``X``."""
-        local = self._local_step(X, workers)
+        local = self._local_step(_CompactDocuments.from_csr(X), workers)
         return self._document_bound(local) / max(local.documents.counts.sum(), 1.0)
 
     def _fit_converged(self):

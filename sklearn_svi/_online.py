@@ -56,9 +56,11 @@ class OnlineUpdateMixin:
     - ``_initial_natural(X, n_total, random_state)``: the initial lambda for
       a data set of ``n_total`` samples, an array of shape
       (n_params, n_components);
-    - ``_local_statistic(X, workers, sample_weight)``: the minibatch mean
-      statistic S_t, each sample's statistic multiplied by its weight (None
-      for ones), as a :class:`~sklearn_svi._mechanisms.SparseStatistic`;
+    - ``_local_statistic(minibatch, workers, sample_weight)``: the mean
+      statistic S_t of a minibatch given in the form
+      ``_prepare_minibatch`` returns, each sample's statistic multiplied by
+      its weight (None for ones), as a
+      :class:`~sklearn_svi._mechanisms.SparseStatistic`;
     - ``_project_natural(workers)``: make lambda feasible again after an
       annealed update; returns the number of coordinates changed;
     - ``_prior_natural()``: eta, a scalar or an array shaped like lambda;
@@ -70,7 +72,10 @@ class OnlineUpdateMixin:
     float64, up to date: the update sums the rows as it writes them (LDA's
     local step needs the sums of its topics).
 
-    It may also implement ``_after_update()``, called after every update of
+    It may also implement ``_prepare_minibatch(X_batch)``, the rows of a
+    minibatch in the form its local step takes (they are prepared on a
+    helper thread while the previous minibatch is processed, so it must only
+    read ``X_batch``), ``_after_update()``, called after every update of
     lambda, ``_after_pass()``, after every pass of ``fit`` and every
     ``partial_fit``, and ``_after_fit(converged)``.
     Smoothing and annealing are switched on by the estimator's parameters
@@ -151,6 +156,10 @@ class OnlineUpdateMixin:
             gain, self._natural.shape, self._natural.dtype, MONTE_CARLO_BATCHES
         )
 
+    def _prepare_minibatch(self, X_batch):
+        """The minibatch in the form ``_local_statistic`` takes: X_batch itself."""
+        return X_batch
+
     def _after_update(self):
         """Hook run after each update of lambda."""
 
@@ -183,13 +192,13 @@ class OnlineUpdateMixin:
         self.step_size_history_ = {"n_batch_iter": [], "step_size": []}
         self._step_size_record_every = 1
 
-    def _online_step(self, X_batch, n_total, X_val, workers):
-        """One SVI update from the minibatch ``X_batch``."""
+    def _online_step(self, X_batch, minibatch, n_total, X_val, workers):
+        """One SVI update from the minibatch ``X_batch``, prepared as ``minibatch``."""
         step = self.n_batch_iter_ + 1
         weights = None
         if self._annealing is not None:
             weights = self._annealing(X_batch.shape[0], step, self.random_state_)
-        self._window.push(self._local_statistic(X_batch, workers, weights), workers)
+        self._window.push(self._local_statistic(minibatch, workers, weights), workers)
         self.n_batch_iter_ = step
         self.n_samples_seen_ += X_batch.shape[0]
 
@@ -284,7 +293,8 @@ class OnlineUpdateMixin:
         def targets():
             for _ in range(self._step_size.monte_carlo_batches):
                 rows = self.random_state_.randint(n_samples, size=size)
-                window.push(self._local_statistic(X[rows], workers), workers)
+                minibatch = self._prepare_minibatch(X[rows])
+                window.push(self._local_statistic(minibatch, workers), workers)
                 yield self._target(
                     window.sum, *self._target_terms(window, n_total), workers
                 )
@@ -325,11 +335,25 @@ class OnlineUpdateMixin:
         n_samples = X.shape[0]
         if self.n_batch_iter_ == 0 and self._step_size.monte_carlo_batches:
             self._start_step_size(X, n_total, workers)
-        for batch in gen_batches(n_samples, self.batch_size):
-            rows = batch if order is None else order[batch]
-            self._online_step(X[rows], n_total, X_val, workers)
+        batches = [
+            batch if order is None else order[batch]
+            for batch in gen_batches(n_samples, self.batch_size)
+        ]
+        # Each minibatch is sliced and prepared while the one before it is
+        # processed (on a helper thread, when there is one).
+        upcoming = workers.defer(self._minibatch, X, batches[0])
+        for index in range(len(batches)):
+            X_batch, minibatch = upcoming.result()
+            if index + 1 < len(batches):
+                upcoming = workers.defer(self._minibatch, X, batches[index + 1])
+            self._online_step(X_batch, minibatch, n_total, X_val, workers)
         self.n_iter_ += 1
         self._after_pass()
+
+    def _minibatch(self, X, rows):
+        """``X[rows]``, and the same rows prepared for the local step."""
+        X_batch = X[rows]
+        return X_batch, self._prepare_minibatch(X_batch)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, *, X_val=None):

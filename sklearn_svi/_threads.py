@@ -35,8 +35,35 @@ class Workers:
     def __init__(self, n_threads, executor=None):
         self.n_threads = n_threads
         self.executor = executor
+        self._deferred = []
 
-    def run(self, function, argument_lists):
+    def defer(self, function, *arguments):
+        """``function(*arguments)``, to be computed alongside later work.
+
+        With helper threads, the call starts on one of them at the beginning
+        of the next ``run`` with ``start_deferred=True``, ahead of that run's
+        chunks; otherwise it runs on the calling thread when its result is
+        first asked for. It must only read data that nothing writes
+        meanwhile.
+
+        Parameters
+        ----------
+        function : callable
+            The work.
+        *arguments
+            Its arguments.
+
+        Returns
+        -------
+        deferred : Deferred
+            Gives the value of the call.
+        """
+        deferred = Deferred(function, arguments)
+        if self.executor is not None:
+            self._deferred.append(deferred)
+        return deferred
+
+    def run(self, function, argument_lists, start_deferred=False):
         """Call ``function`` on each argument list and wait for all calls.
 
         Parameters
@@ -45,6 +72,10 @@ class Workers:
             The work of one chunk.
         argument_lists : iterable of tuple
             The arguments of each call.
+        start_deferred : bool, default=False
+            Start the calls of ``defer`` not started yet on the helper
+            threads first. For a run whose chunks keep the calling thread
+            busy, without the GIL, for longer than those calls take.
 
         Returns
         -------
@@ -52,6 +83,10 @@ class Workers:
             The value of each call, in the order of ``argument_lists``.
         """
         argument_lists = list(argument_lists)
+        if start_deferred:
+            for deferred in self._deferred:
+                deferred.start(self.executor)
+            self._deferred.clear()
         if self.executor is None:
             return [function(*arguments) for arguments in argument_lists]
         results = [None] * len(argument_lists)
@@ -119,6 +154,40 @@ class Workers:
             for start in range(0, n_rows, block_rows)
         ]
         return sum(self.run(function, [(span,) for span in spans]))
+
+
+class Deferred:
+    """A call whose value is wanted later (see :meth:`Workers.defer`).
+
+    Parameters
+    ----------
+    function : callable
+        The work.
+    arguments : tuple
+        Its arguments.
+    """
+
+    def __init__(self, function, arguments):
+        self._call = (function, arguments)
+        self._future = None
+
+    def start(self, executor):
+        """Start the call on ``executor`` unless it already ran."""
+        if self._call is not None:
+            function, arguments = self._call
+            self._future = executor.submit(function, *arguments)
+            self._call = None
+
+    def result(self):
+        """The value of the call, which runs now if it has not started."""
+        if self._call is not None:
+            function, arguments = self._call
+            self._call = None
+            self._value = function(*arguments)
+        elif self._future is not None:
+            self._value = self._future.result()
+            self._future = None
+        return self._value
 
 
 def call(function, *arguments):

@@ -16,6 +16,13 @@ from sklearn_svi._threads import Workers
 COMMON = dict(n_components=4, learning_offset=5.0, learning_decay=0.6, random_state=0)
 
 
+def local_statistic(model, X_batch, sample_weight=None):
+    """The model's minibatch statistic of ``X_batch`` at its current lambda."""
+    return model._local_statistic(
+        model._prepare_minibatch(X_batch), Workers(1), sample_weight
+    )
+
+
 def dense(statistic, shape):
     values = np.zeros(shape)
     values[statistic.rows] = statistic.block
@@ -29,7 +36,7 @@ def per_document_statistics(planted_corpus):
     model = SmoothedLDA(**COMMON).partial_fit(X)
     shape = model._natural.shape
     statistics = np.array(
-        [dense(model._local_statistic(X[[n]], Workers(1)), shape) for n in range(200)]
+        [dense(local_statistic(model, X[[n]]), shape) for n in range(200)]
     )
     return model, X, statistics
 
@@ -39,7 +46,7 @@ def test_weights_multiply_each_documents_statistic(per_document_statistics):
     rng = np.random.RandomState(0)
     batch = rng.choice(X.shape[0], size=40)
     weights = AnnealingWeights(8, 0.0)(40, 1, rng)
-    weighted = model._local_statistic(X[batch], Workers(1), weights)
+    weighted = local_statistic(model, X[batch], weights)
     expected = weights @ statistics[batch] / 40
     assert_allclose(dense(weighted, model._natural.shape), expected, atol=1e-12)
 

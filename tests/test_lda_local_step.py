@@ -80,7 +80,7 @@ def test_local_step_matches_reference(planted_corpus, kernel, tol, max_iter):
     )
     local = model._infer(X)
     assert_allclose(local.doc_topic, gamma_ref, rtol=1e-8)
-    statistic = model._local_statistic(X, Workers(1))
+    statistic = model._local_statistic(model._prepare_minibatch(X), Workers(1))
     dense = np.zeros_like(model.components_)
     dense[:, statistic.rows] = statistic.block.T * X.shape[0]
     assert_allclose(dense, statistic_ref, rtol=1e-8, atol=1e-12)

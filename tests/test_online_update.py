@@ -49,7 +49,9 @@ def dense_reference_run(X, L, **params):
     for t, batch in enumerate(gen_batches(X.shape[0], params["batch_size"]), start=1):
         probe._natural = topic_word
         probe._natural_totals = probe._sum_natural(Workers(1))
-        statistic = probe._local_statistic(X[batch], Workers(1))
+        statistic = probe._local_statistic(
+            probe._prepare_minibatch(X[batch]), Workers(1)
+        )
         dense = np.zeros_like(topic_word)
         dense[statistic.rows] = statistic.block
         statistics.append(dense)
@@ -277,7 +279,7 @@ def test_smoothing_divides_the_variance_by_about_L(planted_corpus):
     single, smoothed = [], []
     for t in range(n_draws):
         statistic = model._local_statistic(
-            X[rng.choice(X.shape[0], size=10)], Workers(1)
+            model._prepare_minibatch(X[rng.choice(X.shape[0], size=10)]), Workers(1)
         )
         window.push(statistic)
         dense = np.zeros(model._natural.shape)

@@ -54,6 +54,56 @@ def test_failed_chunk_raises_after_the_other_chunks_finished():
         assert len(finished) == count == 5
 
 
+def test_deferred_call_runs_on_a_helper_during_a_run_that_starts_it():
+    caller = threading.get_ident()
+    calls = []
+
+    def deferred_work(value):
+        calls.append(threading.get_ident())
+        return value + 1
+
+    with thread_workers(2) as workers:
+        deferred = workers.defer(deferred_work, 41)
+        workers.run(time.sleep, [(0.01,)] * 2)
+        assert calls == []  # a run that does not start it leaves it alone
+        workers.run(time.sleep, [(0.05,)] * 2, start_deferred=True)
+        assert len(calls) == 1 and calls[0] != caller
+        assert deferred.result() == 42
+        assert deferred.result() == 42
+    assert len(calls) == 1
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_deferred_call_not_started_runs_when_its_result_is_asked(n_jobs):
+    caller = threading.get_ident()
+    calls = []
+
+    def deferred_work():
+        calls.append(threading.get_ident())
+        return "done"
+
+    with thread_workers(n_jobs) as workers:
+        deferred = workers.defer(deferred_work)
+        assert calls == []
+        assert deferred.result() == "done"
+        # Already computed: a later run does not start it again.
+        workers.run(time.sleep, [(0.001,)] * 2, start_deferred=True)
+    assert calls == [caller]
+
+
+@pytest.mark.parametrize("start", [False, True])
+def test_deferred_call_that_fails_raises_from_result(start):
+    def failing():
+        raise ValueError("deferred call failed")
+
+    with thread_workers(2) as workers:
+        deferred = workers.defer(failing)
+        if start:
+            workers.run(time.sleep, [(0.001,)] * 2, start_deferred=True)
+        with pytest.raises(ValueError, match="deferred call failed"):
+            deferred.result()
+
+
 @pytest.mark.parametrize("n_threads", [1, 2, 3])
 @pytest.mark.parametrize("n_rows", [0, 1, 5, 1000])
 def test_row_blocks_cover_the_rows_in_order(n_threads, n_rows):
