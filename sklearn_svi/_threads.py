@@ -60,6 +60,8 @@ class Workers:
         """
         deferred = Deferred(function, arguments)
         if self.executor is not None:
+            # Calls computed on the calling thread meanwhile are dropped.
+            self._deferred = [call for call in self._deferred if call.waiting]
             self._deferred.append(deferred)
         return deferred
 
@@ -171,16 +173,21 @@ class Deferred:
         self._call = (function, arguments)
         self._future = None
 
+    @property
+    def waiting(self):
+        """Whether the call has neither started nor run."""
+        return self._call is not None
+
     def start(self, executor):
         """Start the call on ``executor`` unless it already ran."""
-        if self._call is not None:
+        if self.waiting:
             function, arguments = self._call
             self._future = executor.submit(function, *arguments)
             self._call = None
 
     def result(self):
         """The value of the call, which runs now if it has not started."""
-        if self._call is not None:
+        if self.waiting:
             function, arguments = self._call
             self._call = None
             self._value = function(*arguments)

@@ -91,6 +91,15 @@ def test_deferred_call_not_started_runs_when_its_result_is_asked(n_jobs):
     assert calls == [caller]
 
 
+def test_deferred_calls_computed_in_place_are_not_kept():
+    # A model whose runs never start deferred calls computes each one in
+    # place; the workers must not hold on to them (nor to their values).
+    with thread_workers(2) as workers:
+        for value in range(100):
+            assert workers.defer(int, value).result() == value
+        assert len(workers._deferred) <= 1
+
+
 @pytest.mark.parametrize("start", [False, True])
 def test_deferred_call_that_fails_raises_from_result(start):
     def failing():
