@@ -275,7 +275,12 @@ class _OnlineLDA(
         exp_word_topic, word_index = self._exp_word_topic(
             documents, workers, index_words
         )
-        return self._infer_documents(documents, exp_word_topic, word_index, workers)
+        doc_topic, exp_doc_topic, count_ratio = self._infer_documents(
+            documents, exp_word_topic, workers
+        )
+        return _LocalFit(
+            documents, doc_topic, exp_doc_topic, exp_word_topic, count_ratio, word_index
+        )
 
     def _exp_word_topic(self, documents, workers, index_words):
         """exp E[log beta] for the documents' words, one row per word.
@@ -317,7 +322,8 @@ class _OnlineLDA(
         results = workers.run(call, chunks)
         return exp_word_topic, results[0] if index_words else None
 
-    def _infer_documents(self, documents, exp_word_topic, word_index, workers):
+    def _infer_documents(self, documents, exp_word_topic, workers):
+        """gamma, exp E[log theta] and count ratios at the documents' fixed points."""
         n_documents = documents.n_documents
         dtype = exp_word_topic.dtype
         # The same deterministic start for every document, whichever thread
@@ -352,9 +358,7 @@ class _OnlineLDA(
             [(*shared, longest_first, next_document)] * workers.n_threads,
             start_deferred=True,
         )
-        return _LocalFit(
-            documents, doc_topic, exp_doc_topic, exp_word_topic, count_ratio, word_index
-        )
+        return doc_topic, exp_doc_topic, count_ratio
 
     # -- scores ----------------------------------------------------------------------
 
