@@ -293,7 +293,7 @@ class OnlineUpdateMixin:
         def targets():
             for _ in range(self._step_size.monte_carlo_batches):
                 rows = self.random_state_.randint(n_samples, size=size)
-                minibatch = self._prepare_minibatch(X[rows])
+                minibatch = self._minibatch(X, rows)[1]
                 window.push(self._local_statistic(minibatch, workers), workers)
                 yield self._target(
                     window.sum, *self._target_terms(window, n_total), workers
