@@ -60,3 +60,45 @@ def load_counts(name="NewsArticles", min_df=5, max_df=0.5):
     X = vectorizer.fit_transform(load_texts(name))
     keep = np.asarray(X.sum(axis=1)).ravel() > 0
     return X[keep], vectorizer.get_feature_names_out()
+
+
+def read_text_file(path, column=None):
+    """The non-empty texts of a file: one per line, or a column of a TSV file.
+
+    Parameters
+    ----------
+    path : str or Path
+        A plain text file with one text per line, or, when ``column`` is
+        given, a tab-separated file whose first line names the columns.
+    column : str, default=None
+        The column holding the texts.
+
+    Returns
+    -------
+    texts : list of str
+    """
+    csv.field_size_limit(sys.maxsize)
+    with open(path, encoding="utf-8", errors="replace", newline="") as stream:
+        if column is None:
+            texts = [line.strip() for line in stream]
+        else:
+            reader = csv.DictReader(stream, delimiter="\t", quoting=csv.QUOTE_NONE)
+            if column not in reader.fieldnames:
+                raise ValueError(
+                    f"{path} has no column {column!r}; its columns are "
+                    f"{reader.fieldnames}."
+                )
+            texts = [(row[column] or "").strip() for row in reader]
+    return [text for text in texts if text]
+
+
+def load_file_counts(path, column=None, n_features=10_000):
+    """Document-word counts of a text file over its ``n_features`` most frequent words.
+
+    English stop words are removed, and documents left with no word are
+    dropped.
+    """
+    vectorizer = CountVectorizer(stop_words="english", max_features=n_features)
+    X = vectorizer.fit_transform(read_text_file(path, column))
+    keep = np.asarray(X.sum(axis=1)).ravel() > 0
+    return X[keep], vectorizer.get_feature_names_out()

@@ -529,8 +529,11 @@ degrees_of_freedom_prior_, covariance_prior_
         statistic[layout.entropy] = entropy
         return statistic
 
-    def _local_statistic(self, X, workers, sample_weight=None):
-        """Mean statistic of the minibatch: responsibilities on the threads."""
+    def _local_statistic(self, X, workers, sample_weight=None, draw=0):
+        """Mean statistic of the minibatch: responsibilities on the threads.
+
+        The local step draws no random numbers, so ``draw`` is unused.
+        """
 
         def block_statistic(span):
             X_block = X[span]

@@ -41,15 +41,12 @@ class _CompactDocuments:
         CSR structure; ``indices`` point into ``words``.
     counts : ndarray
         The word counts, aligned with ``indices``.
-    document_lengths : ndarray of shape (n_documents,)
-        The number of words of each document.
     """
 
     words: np.ndarray
     indptr: np.ndarray
     indices: np.ndarray
     counts: np.ndarray
-    document_lengths: np.ndarray
 
     @classmethod
     def from_csr(cls, X):
@@ -61,7 +58,6 @@ class _CompactDocuments:
             indptr=X.indptr.astype(np.intp, copy=False),
             indices=indices,
             counts=X.data,
-            document_lengths=np.asarray(X.sum(axis=1)).ravel(),
         )
 
     @property
@@ -132,6 +128,19 @@ def _select_kernel():
 
 
 _kernel = _select_kernel()
+
+# In the updates, the local step starts document d from
+# gamma_dk = (alpha + n_d / K) exp(START_SPREAD z_dk), z_dk ~ N(0, 1): the
+# total mass of the fixed point, in a random direction. From the symmetric
+# start gamma_dk = alpha + n_d / K (or scikit-learn's nearly symmetric
+# Gamma(100, 1/100) draw) every short document of the first minibatches
+# spreads evenly over topics that are still alike, and the topics stay
+# alike; random directions break the tie, as the random first assignments
+# of a Gibbs sampler do. Inference outside the updates (transform, score,
+# evaluation) starts from the symmetric point: it is deterministic, and on
+# short documents its spread-out proportions predict held-out words better.
+# See the user guide's section on the local step for the measurements.
+START_SPREAD = 1.0
 
 
 def _raise_to_floor(values, floor, span):
@@ -207,7 +216,18 @@ class _OnlineLDA(
         # Hoffman et al. (2013) and scikit-learn: lambda ~ Gamma(100, 1/100),
         # drawn topic by topic as scikit-learn does and stored word by word.
         topic_word = random_state.gamma(100.0, 0.01, (self.n_components, X.shape[1]))
+        # The seed of the documents' random starts in the updates (``_start_key``).
+        self._start_seed = int(random_state.randint(2**63, dtype=np.int64))
         return np.ascontiguousarray(topic_word.T, dtype=X.dtype)
+
+    def _start_key(self, draw):
+        """The key of the documents' starts in minibatch number ``draw``.
+
+        A function of the fit's seed and of ``draw`` alone, so that a
+        minibatch's local step does not depend on what was drawn before it.
+        """
+        entropy = [self._start_seed, abs(draw), int(draw < 0)]
+        return int(np.random.SeedSequence(entropy).generate_state(1, np.uint64)[0])
 
     def _prior_natural(self):
         return self._eta
@@ -216,13 +236,16 @@ class _OnlineLDA(
         """The minibatch's documents with their words renumbered."""
         return _CompactDocuments.from_csr(X_batch)
 
-    def _local_statistic(self, documents, workers, sample_weight=None):
+    def _local_statistic(self, documents, workers, sample_weight=None, draw=0):
         """Minibatch mean of w_d n_dw phi_dwk on the minibatch's words (eq. 28).
 
         The weights w_d multiply each document's statistic (Paisley et al.,
-        Alg. 1); the local step itself does not depend on them.
+        Alg. 1); the local step itself does not depend on them. The
+        documents' starts are those of minibatch number ``draw``.
         """
-        local = self._local_step(documents, workers, index_words=True)
+        local = self._local_step(
+            documents, workers, self._start_key(draw), index_words=True
+        )
         exp_doc_topic = local.exp_doc_topic
         if sample_weight is not None:
             exp_doc_topic = exp_doc_topic * sample_weight[:, np.newaxis].astype(
@@ -264,19 +287,21 @@ class _OnlineLDA(
             )
         )
 
-    def _local_step(self, documents, workers, index_words=False):
+    def _local_step(self, documents, workers, start_key=None, index_words=False):
         """Fit gamma for each of the documents at the current lambda.
 
         On ``workers``, both exp E[log beta] and the documents' fixed points
         are computed in chunks; every value is computed the same way
-        whichever thread runs it. With ``index_words``, the documents of
-        each word, which the statistic needs, are listed too.
+        whichever thread runs it. The documents' starts are random under
+        ``start_key``, or symmetric when it is None (``START_SPREAD``). With
+        ``index_words``, the documents of each word, which the statistic
+        needs, are listed too.
         """
         exp_word_topic, word_index = self._exp_word_topic(
             documents, workers, index_words
         )
         doc_topic, exp_doc_topic, count_ratio = self._infer_documents(
-            documents, exp_word_topic, workers
+            documents, exp_word_topic, workers, start_key
         )
         return _LocalFit(
             documents, doc_topic, exp_doc_topic, exp_word_topic, count_ratio, word_index
@@ -322,20 +347,24 @@ class _OnlineLDA(
         results = workers.run(call, chunks)
         return exp_word_topic, results[0] if index_words else None
 
-    def _infer_documents(self, documents, exp_word_topic, workers):
-        """gamma, exp E[log theta] and count ratios at the documents' fixed points."""
-        n_documents = documents.n_documents
-        dtype = exp_word_topic.dtype
-        # The same deterministic start for every document, whichever thread
-        # runs it: gamma_dk = alpha + n_d / K, the fixed point's total mass.
-        doc_topic = np.empty((n_documents, self.n_components), dtype=dtype)
-        doc_topic[:] = (self._alpha + documents.document_lengths / self.n_components)[
-            :, np.newaxis
-        ]
+    def _infer_documents(self, documents, exp_word_topic, workers, start_key):
+        """gamma, exp E[log theta] and count ratios at the documents' fixed points.
+
+        With a ``start_key``, each document starts from its own random gamma,
+        drawn by the kernel from a stream numbered by the key and the
+        document's words and counts (see ``START_SPREAD``); with None, from
+        the symmetric gamma_dk = alpha + n_d / K. Either way a document's
+        result depends neither on the thread that runs it nor on the other
+        documents of the call.
+        """
+        doc_topic = np.empty(
+            (documents.n_documents, self.n_components), dtype=exp_word_topic.dtype
+        )
         exp_doc_topic = np.empty_like(doc_topic)
         count_ratio = np.empty_like(documents.counts)
         shared = (
             exp_word_topic,
+            documents.words,
             documents.indptr,
             documents.indices,
             documents.counts,
@@ -345,6 +374,8 @@ class _OnlineLDA(
             float(self._alpha),
             self.max_doc_update_iter,
             float(self.mean_change_tol),
+            0.0 if start_key is None else START_SPREAD,
+            0 if start_key is None else start_key,
         )
         # Each thread takes documents one at a time from the shared counter,
         # the longest first, so that no thread is left alone with a long one

@@ -3,7 +3,7 @@
 
 from cython cimport floating
 from libc.float cimport DBL_EPSILON, FLT_EPSILON
-from libc.math cimport fabs
+from libc.math cimport cos, exp, fabs, log, sin, sqrt
 from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memcpy, memset
 
@@ -96,6 +96,111 @@ cdef extern from *:
     """
     unsigned int _flush_subnormals "sklearn_svi_flush_subnormals"() noexcept nogil
     void _restore_float_mode "sklearn_svi_restore_float_mode"(unsigned int) noexcept nogil
+
+
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #include <string.h>
+
+    #define SKLEARN_SVI_GOLDEN UINT64_C(0x9E3779B97F4A7C15)
+
+    /* The SplitMix64 output function: a bijection of 64-bit integers whose
+       outputs for consecutive inputs pass as independent uniform bits. */
+    static inline uint64_t sklearn_svi_mix(uint64_t z)
+    {
+        z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+        z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+        return z ^ (z >> 31);
+    }
+
+    /* Fold one (word, count) pair of a document into its stream number. */
+    static inline uint64_t sklearn_svi_fold(uint64_t stream, int64_t word, double count)
+    {
+        uint64_t bits;
+        memcpy(&bits, &count, sizeof bits);
+        stream = sklearn_svi_mix(stream + SKLEARN_SVI_GOLDEN * ((uint64_t) word + 1));
+        return sklearn_svi_mix(stream ^ bits);
+    }
+
+    /* Value ``counter`` of a stream, as a uniform double in (0, 1]. */
+    static inline double sklearn_svi_uniform(uint64_t stream, uint64_t counter)
+    {
+        uint64_t bits = sklearn_svi_mix(stream + SKLEARN_SVI_GOLDEN * (counter + 1));
+        return ((double) (bits >> 11) + 1.0) * (1.0 / 9007199254740992.0);
+    }
+    """
+    unsigned long long _mix "sklearn_svi_mix"(unsigned long long z) noexcept nogil
+    unsigned long long _fold "sklearn_svi_fold"(
+        unsigned long long stream, long long word, double count
+    ) noexcept nogil
+    double _uniform "sklearn_svi_uniform"(
+        unsigned long long stream, unsigned long long counter
+    ) noexcept nogil
+
+
+cdef inline void _start_gamma(
+    floating* gamma,
+    Py_ssize_t n_topics,
+    double mass,
+    double spread,
+    unsigned long long stream,
+) noexcept nogil:
+    """gamma_k = mass exp(spread z_k), z_k ~ N(0, 1) the values of ``stream``.
+
+    The normal values come in pairs from pairs of uniforms (Box-Muller).
+    """
+    cdef Py_ssize_t k
+    cdef double radius, angle
+    for k in range(0, n_topics, 2):
+        radius = sqrt(-2.0 * log(_uniform(stream, k)))
+        angle = 6.283185307179586 * _uniform(stream, k + 1)
+        gamma[k] = <floating> (mass * exp(spread * radius * cos(angle)))
+        if k + 1 < n_topics:
+            gamma[k + 1] = <floating> (mass * exp(spread * radius * sin(angle)))
+
+
+def document_start(
+    unsigned long long key,
+    const Py_ssize_t[::1] words,
+    const double[::1] counts,
+    Py_ssize_t n_topics,
+    double doc_topic_prior,
+    double spread,
+):
+    """The initial gamma that ``infer_documents`` gives a document.
+
+    Parameters
+    ----------
+    key : int
+        The key of the streams, in [0, 2**64).
+    words : ndarray of shape (n_words,)
+        The document's vocabulary indices, in the order of its CSR row.
+    counts : ndarray of shape (n_words,)
+        The document's word counts.
+    n_topics : int
+        Number of topics.
+    doc_topic_prior : float
+        alpha.
+    spread : float
+        Standard deviation of log gamma_k.
+
+    Returns
+    -------
+    gamma : ndarray of shape (n_topics,)
+    """
+    cdef unsigned long long stream = _mix(key)
+    cdef double length = 0.0
+    cdef Py_ssize_t j
+    for j in range(words.shape[0]):
+        stream = _fold(stream, words[j], counts[j])
+        length += counts[j]
+    gamma = np.empty(n_topics, dtype=np.float64)
+    cdef double[::1] view = gamma
+    _start_gamma(
+        &view[0], n_topics, doc_topic_prior + length / n_topics, spread, stream
+    )
+    return gamma
 
 
 def fast_exp(double a):
@@ -445,6 +550,7 @@ def word_topic_statistic(
 
 def infer_documents(
     const floating[:, ::1] exp_word_topic,
+    const Py_ssize_t[::1] words,
     const Py_ssize_t[::1] indptr,
     const Py_ssize_t[::1] indices,
     const floating[::1] counts,
@@ -454,6 +560,8 @@ def infer_documents(
     double doc_topic_prior,
     Py_ssize_t max_iter,
     double mean_change_tol,
+    double start_spread,
+    unsigned long long start_key,
     const Py_ssize_t[::1] order,
     Py_ssize_t[::1] next_document,
 ):
@@ -470,11 +578,13 @@ def infer_documents(
     exp_word_topic : ndarray of shape (n_words, n_topics)
         exp E[log beta] for the words present in the minibatch, one row
         per word.
+    words : ndarray of shape (n_words,)
+        The vocabulary index of each row of ``exp_word_topic``.
     indptr, indices, counts : ndarray
         CSR representation of the minibatch; ``indices`` index the rows of
         ``exp_word_topic``.
     doc_topic : ndarray of shape (n_documents, n_topics)
-        On entry the initial gamma of each document; on exit the fixed point.
+        Output: gamma at each document's fixed point.
     exp_doc_topic : ndarray of shape (n_documents, n_topics)
         Output: exp E[log theta] at the final gamma.
     count_ratio : ndarray of shape (nnz,)
@@ -485,6 +595,13 @@ def infer_documents(
         Maximum number of fixed-point iterations per document.
     mean_change_tol : float
         Stop when the mean absolute change of gamma is below this value.
+    start_spread : float
+        Document d starts from gamma_dk = (alpha + n_d / n_topics)
+        exp(start_spread z_dk), with z_dk standard normal values from a
+        stream numbered by ``start_key`` and the document's words and counts
+        (``document_start``): a document's start depends on nothing else.
+    start_key : int
+        The key of the documents' streams, in [0, 2**64).
     order : ndarray of shape (n_documents,)
         The order in which the documents are taken.
     next_document : ndarray of shape (1,)
@@ -509,7 +626,8 @@ def infer_documents(
     cdef floating alpha = <floating> doc_topic_prior
     cdef size_t row_bytes = n_topics * sizeof(floating)
     cdef floating updated
-    cdef double change
+    cdef double change, length
+    cdef unsigned long long stream
     cdef void* memory
     cdef floating* block
     cdef floating* exp_theta
@@ -559,6 +677,8 @@ def infer_documents(
             # over exp_word_topic; each is requested PREFETCH_ROWS rows ahead.
             for j in range(min(n_words, PREFETCH_ROWS)):
                 _prefetch(&exp_word_topic[indices[begin + j], 0], row_bytes)
+            length = 0.0
+            stream = _mix(start_key)
             for j in range(n_words):
                 if j + PREFETCH_ROWS < n_words:
                     _prefetch(
@@ -566,6 +686,8 @@ def infer_documents(
                         row_bytes,
                     )
                 doc_counts[j] = counts[begin + j]
+                length += doc_counts[j]
+                stream = _fold(stream, words[indices[begin + j]], doc_counts[j])
                 row = &exp_word_topic[indices[begin + j], 0]
                 memcpy(&block[j * n_padded], row, row_bytes)
                 memset(&block[j * n_padded + n_topics], 0,
@@ -574,6 +696,9 @@ def infer_documents(
                 doc_counts[j] = 0
                 memset(&block[j * n_padded], 0, n_padded * sizeof(floating))
             gamma = &doc_topic[d, 0]
+            _start_gamma(
+                gamma, n_topics, alpha + length / n_topics, start_spread, stream
+            )
 
             for it in range(max_iter):
                 # gamma_dk = alpha + sum_w n_dw phi_dwk (Hoffman et al. 2013,

@@ -56,11 +56,14 @@ class OnlineUpdateMixin:
     - ``_initial_natural(X, n_total, random_state)``: the initial lambda for
       a data set of ``n_total`` samples, an array of shape
       (n_params, n_components);
-    - ``_local_statistic(minibatch, workers, sample_weight)``: the mean
-      statistic S_t of a minibatch given in the form
+    - ``_local_statistic(minibatch, workers, sample_weight, draw)``: the
+      mean statistic S_t of a minibatch given in the form
       ``_prepare_minibatch`` returns, each sample's statistic multiplied by
       its weight (None for ones), as a
-      :class:`~sklearn_svi._mechanisms.SparseStatistic`;
+      :class:`~sklearn_svi._mechanisms.SparseStatistic`; ``draw`` numbers
+      the minibatch (the update number t, or -j for the j-th minibatch of a
+      filter's start), and a local step that draws random numbers takes
+      them from a stream of that number alone;
     - ``_project_natural(workers)``: make lambda feasible again after an
       annealed update; returns the number of coordinates changed;
     - ``_prior_natural()``: eta, a scalar or an array shaped like lambda;
@@ -198,7 +201,9 @@ class OnlineUpdateMixin:
         weights = None
         if self._annealing is not None:
             weights = self._annealing(X_batch.shape[0], step, self.random_state_)
-        self._window.push(self._local_statistic(minibatch, workers, weights), workers)
+        self._window.push(
+            self._local_statistic(minibatch, workers, weights, draw=step), workers
+        )
         self.n_batch_iter_ = step
         self.n_samples_seen_ += X_batch.shape[0]
 
@@ -291,10 +296,12 @@ class OnlineUpdateMixin:
         window = SmoothingWindow(1, self._natural.shape, self._natural.dtype)
 
         def targets():
-            for _ in range(self._step_size.monte_carlo_batches):
+            for draw in range(1, self._step_size.monte_carlo_batches + 1):
                 rows = self.random_state_.randint(n_samples, size=size)
                 minibatch = self._minibatch(X, rows)[1]
-                window.push(self._local_statistic(minibatch, workers), workers)
+                window.push(
+                    self._local_statistic(minibatch, workers, draw=-draw), workers
+                )
                 yield self._target(
                     window.sum, *self._target_terms(window, n_total), workers
                 )

@@ -50,7 +50,7 @@ def dense_reference_run(X, L, **params):
         probe._natural = topic_word
         probe._natural_totals = probe._sum_natural(Workers(1))
         statistic = probe._local_statistic(
-            probe._prepare_minibatch(X[batch]), Workers(1)
+            probe._prepare_minibatch(X[batch]), Workers(1), draw=t
         )
         dense = np.zeros_like(topic_word)
         dense[statistic.rows] = statistic.block
