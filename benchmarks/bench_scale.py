@@ -1,0 +1,237 @@
+"""Every estimator's default against plain SVI and scikit-learn on a large corpus.
+
+A user's first fit: each estimator with its defaults (only the number of
+topics, the minibatch size and the corpus size are set), the settings that
+were the defaults before (a fixed M for SVI+) or that the papers favour
+(the Student's t filter), the Gaussian filter, plain SVI (``SmoothedLDA(L=1)``) and scikit-learn's online LDA,
+all on the same minibatches of the same shuffled documents, one thread
+each. The corpus is a text file given on the command line (one text per
+line, or a column of a tab-separated file with a header) or one of the
+corpora of ``corpus.py``; its ``--n-features`` most frequent words are kept
+(English stop words removed) and 5% of the documents are held out. Held-out
+fit is the per-word log predictive probability by document completion, as
+in ``bench_lda.py``; a unigram model of the training words gives the floor
+any topic model should clear. The fits are repeated for several seeds (the
+initial topics and the order of the documents); the table shows the mean
+and the standard deviation over seeds, and the difference from plain SVI.
+A second table traces the step sizes of the filters and of the
+Robbins-Monro schedule over the first updates of the first seed.
+
+Run ``python benchmarks/bench_scale.py PATH --column summary`` for a TSV
+file, or ``python benchmarks/bench_scale.py healthtweets``.
+"""
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+from sklearn.decomposition import LatentDirichletAllocation
+from threadpoolctl import threadpool_limits
+
+from sklearn_svi import AnnealedLDA, FilteredLDA, SmoothedLDA
+
+from bench_lda import complete_documents, log_predictive, split_documents
+from corpus import load_counts, load_file_counts
+from tables import mean_spread, simple_table, write_results
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+HELD_OUT_FRACTION = 0.05
+REFERENCE = "plain SVI: SmoothedLDA(L=1)"
+BUILT_IN_CORPORA = ("NewsArticles", "healthtweets")
+TRACED_UPDATES = [1, 2, 5, 10, 20, 50, 100, 200, 500]
+
+
+def load_corpus(corpus, column, n_features):
+    """Document-word counts of a built-in corpus or of a text file, in float64."""
+    if corpus in BUILT_IN_CORPORA:
+        X = load_counts(corpus)[0]
+    else:
+        X = load_file_counts(corpus, column, n_features)[0]
+    return X.astype(np.float64)
+
+
+def make_models(n_components, batch_size, n_train, seed):
+    """The models compared, by label: the reference first.
+
+    Parameters
+    ----------
+    n_components : int
+        Number of topics K.
+    batch_size : int
+        Documents per minibatch.
+    n_train : int
+        Number of training documents, the N of the updates.
+    seed : int
+        Seed of the initial topics.
+
+    Returns
+    -------
+    models : dict of str to estimator
+    """
+    common = dict(
+        n_components=n_components,
+        batch_size=batch_size,
+        total_samples=n_train,
+        random_state=seed,
+    )
+    return {
+        REFERENCE: SmoothedLDA(L=1, **common),
+        "scikit-learn online": LatentDirichletAllocation(
+            learning_method="online", **common
+        ),
+        "SmoothedLDA() default": SmoothedLDA(**common),
+        "AnnealedLDA() default": AnnealedLDA(**common),
+        "FilteredLDA() default": FilteredLDA(**common),
+        "AnnealedLDA M=64 fixed": AnnealedLDA(M=64, M_growth=0, **common),
+        "FilteredLDA Student's t (paper)": FilteredLDA(filter="student-t", **common),
+        "FilteredLDA Gaussian": FilteredLDA(filter="gaussian", **common),
+    }
+
+
+def unigram_log_predictive(X_train, completion):
+    """Held-out per-word log probability under the training words' frequencies.
+
+    Each word's probability is its training count plus one half, normalised.
+    """
+    counts = np.asarray(X_train.sum(axis=0)).ravel() + 0.5
+    log_probability = np.log(counts / counts.sum())
+    predicted = completion.predicted
+    return float(predicted.data @ log_probability[predicted.indices] / predicted.sum())
+
+
+def fit_and_score(model, epochs, completion):
+    """CPU seconds of ``partial_fit`` over the epochs, and the held-out fit."""
+    seconds = 0.0
+    with threadpool_limits(limits=1, user_api="blas"):
+        for X_epoch in epochs:
+            start = time.process_time()
+            model.partial_fit(X_epoch)
+            seconds += time.process_time() - start
+    return seconds, log_predictive(model, completion)
+
+
+def step_size_trace(model):
+    """The step sizes of the traced updates, from the model's record."""
+    if hasattr(model, "step_size_history_"):
+        history = dict(
+            zip(
+                model.step_size_history_["n_batch_iter"],
+                model.step_size_history_["step_size"],
+            )
+        )
+        return [history.get(update) for update in TRACED_UPDATES]
+    # scikit-learn's schedule, (tau_0 + t) ** -kappa.
+    return [
+        (model.learning_offset + update) ** -model.learning_decay
+        for update in TRACED_UPDATES
+    ]
+
+
+def format_results(labels, seconds, scores, unigram):
+    """The table of held-out fit and CPU time, mean ± standard deviation."""
+    reference = np.array(scores[REFERENCE])
+    rows = [
+        [
+            label,
+            mean_spread(scores[label], 4),
+            mean_spread(np.array(scores[label]) - reference, 4, sign="+"),
+            mean_spread(seconds[label], 1),
+        ]
+        for label in labels
+    ]
+    rows.append(["unigram baseline", f"{unigram:.4f}", "", ""])
+    return simple_table(
+        ["Model", "Log pred./word", "vs plain SVI", "CPU s"],
+        rows,
+    )
+
+
+def format_trace(traces):
+    """The step sizes of the first seed at the traced updates."""
+    rows = [
+        [label, *("" if rho is None else f"{rho:.4f}" for rho in trace)]
+        for label, trace in traces.items()
+    ]
+    return simple_table(["Update", *map(str, TRACED_UPDATES)], rows)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "corpus",
+        help=f"a text file, or one of {', '.join(BUILT_IN_CORPORA)}",
+    )
+    parser.add_argument("--column", help="the column of texts of a TSV file")
+    parser.add_argument("--n-features", type=int, default=10_000)
+    parser.add_argument("--n-components", type=int, default=100)
+    parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument(
+        "--models", nargs="*", help="labels of the models to run (default: all)"
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a smoke test: 5,000 documents, one seed",
+    )
+    args = parser.parse_args(argv)
+
+    rng = np.random.default_rng(0)
+    X = load_corpus(args.corpus, args.column, args.n_features)
+    if args.quick:
+        X = X[rng.permutation(X.shape[0])[:5000]]
+        args.seeds = 1
+    X_train, X_held_out = split_documents(X, HELD_OUT_FRACTION, rng)
+    completion = complete_documents(X_held_out, rng)
+    n_train = X_train.shape[0]
+    n_updates = args.epochs * -(-n_train // args.batch_size)
+    name = (
+        Path(args.corpus).stem if args.corpus not in BUILT_IN_CORPORA else args.corpus
+    )
+    print(
+        f"{name}: {n_train} training documents ({X_train.sum() / n_train:.1f} words "
+        f"each), {X.shape[1]} words, {completion.predicted.shape[0]} held out; "
+        f"K={args.n_components}, batch {args.batch_size}, {args.epochs} epoch(s), "
+        f"{n_updates} updates, {args.seeds} seed(s)",
+        flush=True,
+    )
+
+    seconds, scores, traces = {}, {}, {}
+    for seed in range(args.seeds):
+        order = np.random.default_rng(seed)
+        epochs = [X_train[order.permutation(n_train)] for _ in range(args.epochs)]
+        models = make_models(args.n_components, args.batch_size, n_train, seed)
+        for label, model in models.items():
+            if args.models and label != REFERENCE and label not in args.models:
+                continue
+            cpu, score = fit_and_score(model, epochs, completion)
+            seconds.setdefault(label, []).append(cpu)
+            scores.setdefault(label, []).append(score)
+            if seed == 0 and ("Filtered" in label or label == REFERENCE):
+                traces[label] = step_size_trace(model)
+            print(f"seed {seed} {label}: {score:.4f} ({cpu:.1f} s)", flush=True)
+
+    unigram = unigram_log_predictive(X_train, completion)
+    table = format_results(list(scores), seconds, scores, unigram)
+    trace = format_trace(traces)
+    print(table)
+    print(trace)
+    if not args.quick:
+        write_results(
+            RESULTS_DIR / f"scale_{name}.rst",
+            [
+                f"{name}: {n_train} training documents, {X.shape[1]} words; "
+                f"K={args.n_components}, batch {args.batch_size}, "
+                f"{args.epochs} epoch(s) ({n_updates} updates), "
+                f"{args.seeds} seeds; one thread, CPU seconds of the fit.",
+                table,
+                "Step sizes of the first seed:",
+                trace,
+            ],
+        )
+
+
+if __name__ == "__main__":
+    main()
