@@ -3,8 +3,9 @@
 A user's first fit: each estimator with its defaults (only the number of
 topics, the minibatch size and the corpus size are set), the settings that
 were the defaults before (a fixed M for SVI+) or that the papers favour
-(the Student's t filter), the Gaussian filter, plain SVI (``SmoothedLDA(L=1)``) and scikit-learn's online LDA,
-all on the same minibatches of the same shuffled documents, one thread
+(the Student's t filter), the Gaussian filter, plain SVI
+(``SmoothedLDA(L=1)``) and scikit-learn's online LDA, all on the same
+minibatches of the same shuffled documents, one thread
 each. The corpus is a text file given on the command line (one text per
 line, or a column of a tab-separated file with a header) or one of the
 corpora of ``corpus.py``; its ``--n-features`` most frequent words are kept
