@@ -1,11 +1,10 @@
 """Every estimator's default against plain SVI and scikit-learn on a large corpus.
 
 A user's first fit: each estimator with its defaults (only the number of
-topics, the minibatch size and the corpus size are set), the settings that
-were the defaults before (a fixed M for SVI+) or that the papers favour
-(the Student's t filter), the Gaussian filter, plain SVI
-(``SmoothedLDA(L=1)``) and scikit-learn's online LDA, all on the same
-minibatches of the same shuffled documents, one thread
+topics, the minibatch size and the corpus size are set), the other filters,
+SVI+ with a fixed M, the filters as published (the papers' prior variance
+and moment estimates), plain SVI (``SmoothedLDA(L=1)``) and scikit-learn's
+online LDA, all on the same minibatches of the same shuffled documents, one thread
 each. The corpus is a text file given on the command line (one text per
 line, or a column of a tab-separated file with a header) or one of the
 corpora of ``corpus.py``; its ``--n-features`` most frequent words are kept
@@ -84,9 +83,13 @@ def make_models(n_components, batch_size, n_train, seed):
         "SmoothedLDA() default": SmoothedLDA(**common),
         "AnnealedLDA() default": AnnealedLDA(**common),
         "FilteredLDA() default": FilteredLDA(**common),
-        "AnnealedLDA M=64 fixed": AnnealedLDA(M=64, M_growth=0, **common),
-        "FilteredLDA Student's t (paper)": FilteredLDA(filter="student-t", **common),
+        "FilteredLDA Student's t": FilteredLDA(filter="student-t", **common),
         "FilteredLDA Gaussian": FilteredLDA(filter="gaussian", **common),
+        "AnnealedLDA M=64 fixed": AnnealedLDA(M=64, M_growth=0, **common),
+        "FilteredLDA Student's t, published": FilteredLDA(
+            filter="student-t", prior_variance=1e3, bias_correction=False, **common
+        ),
+        "FilteredLDA adaptive, published": FilteredLDA(bias_correction=False, **common),
     }
 
 

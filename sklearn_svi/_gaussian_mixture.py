@@ -151,10 +151,13 @@ class SVIGaussianMixture(DensityMixin, OnlineUpdateMixin, BaseEstimator):
         tau_0 of the Robbins-Monro schedule.
     learning_decay : float, default=0.7
         kappa of the Robbins-Monro schedule.
-    prior_variance : float, default=1e3
-        Sigma_0 of the filters.
+    prior_variance : float, default=0.0
+        Sigma_0 of the filters, as in :class:`FilteredLDA`.
     prior_dof : float, default=3
         Degrees of freedom, above 2, of the Student's t filter.
+    bias_correction : bool, default=True
+        Correct the filters' estimates of the drift and the noise for the
+        noise of their moving averages, as in :class:`FilteredLDA`.
     L : int, default=1
         Length of the smoothing window; 1 is no smoothing.
     M : int, default=None
@@ -311,8 +314,9 @@ degrees_of_freedom_prior_, covariance_prior_
         step_size="robbins-monro",
         learning_offset=10.0,
         learning_decay=0.7,
-        prior_variance=1e3,
+        prior_variance=0.0,
         prior_dof=3,
+        bias_correction=True,
         L=1,
         M=None,
         M_growth=0.0,
@@ -341,6 +345,7 @@ degrees_of_freedom_prior_, covariance_prior_
         self.learning_decay = learning_decay
         self.prior_variance = prior_variance
         self.prior_dof = prior_dof
+        self.bias_correction = bias_correction
         self.L = L
         self.M = M
         self.M_growth = M_growth

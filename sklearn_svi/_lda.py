@@ -832,13 +832,21 @@ class FilteredLDA(_OnlineLDA):
         specific_parameters="""\
     filter : {"student-t", "gaussian", "adaptive"}, default="adaptive"
         The filter that sets the step size.
-    prior_variance : float, default=1e3
+    prior_variance : float, default=0.0
         Sigma_0, the prior variance (the scale for the Student's t filter)
-        of each coordinate of the optimum. Unused by ``"adaptive"``.
+        of each coordinate of the optimum, beyond the drift Q that the
+        minibatches of the start measure. Unused by ``"adaptive"``. The
+        paper's value is ``1e3``; at the scale of lambda on large corpora it
+        makes the first step nearly one (see the user guide).
     prior_dof : float, default=3
         Degrees of freedom, above 2, of the Student's t prior of the optimum
         and of its drift and noise; the filter tends to the Gaussian one as
-        they grow. Used by ``"student-t"`` only.""",
+        they grow. Used by ``"student-t"`` only.
+    bias_correction : bool, default=True
+        Correct the moving averages' estimates of the drift Q and the noise
+        R for the noise of the averages themselves, which uncorrected is
+        taken for drift (the package's variant). False gives Ranganath et
+        al.'s estimates, as the papers use them.""",
         specific_attributes="""\
     filter_state_ : dict
         The state after the last update: ``"drift"`` Q and ``"noise"`` R
@@ -873,8 +881,9 @@ class FilteredLDA(_OnlineLDA):
         n_components=10,
         *,
         filter="adaptive",
-        prior_variance=1e3,
+        prior_variance=0.0,
         prior_dof=3,
+        bias_correction=True,
         doc_topic_prior=None,
         topic_word_prior=None,
         batch_size=128,
@@ -892,6 +901,7 @@ class FilteredLDA(_OnlineLDA):
         self.filter = filter
         self.prior_variance = prior_variance
         self.prior_dof = prior_dof
+        self.bias_correction = bias_correction
         self.doc_topic_prior = doc_topic_prior
         self.topic_word_prior = topic_word_prior
         self.batch_size = batch_size

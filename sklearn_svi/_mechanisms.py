@@ -433,6 +433,21 @@ class FilteredStepSize:
     distance is one. A ``filter`` turns Q and R into the step size rho_t,
     and the window then follows it, tau <- (1 - rho_t) tau + 1.
 
+    These are the published estimates. With ``corrected`` (the package's
+    variant) they are corrected for the noise of the average g itself. If
+    the d_t have mean m and variance R per coordinate, and the weights of
+    the average have the sum of squares s_t = (1 - 1/tau)^2 s_{t-1} +
+    1/tau^2, then E||g||^2 = ||m||^2 + n R s and E[h - ||g||^2] =
+    n R (1 - s), so
+
+        R = (h_t - ||g_t||^2) / (n (1 - s_t)),   Q = ||g_t||^2 / n - s_t R
+
+    (Q at least 0) are unbiased. Uncorrected, Q holds about R s_t of pure
+    noise: the gain then settles where that noise is taken for drift (the
+    Gaussian filter's at 1/3, since s is about P/2 there), and a gain near
+    one shrinks tau to one, where R is estimated as zero and the gain stays
+    near one.
+
     Before the first update, ``start`` sets g and h to plain means over
     ``monte_carlo_batches`` minibatches drawn at the initial lambda, and
     tau to their number, as Ranganath et al. do. Its ``observes_target`` is
@@ -449,15 +464,19 @@ class FilteredStepSize:
         Floating point type of lambda.
     monte_carlo_batches : int
         Number of minibatches of the start.
+    corrected : bool, default=True
+        Whether Q and R are corrected for the noise of the average.
     """
 
     observes_target = True
 
-    def __init__(self, filter, shape, dtype, monte_carlo_batches):
+    def __init__(self, filter, shape, dtype, monte_carlo_batches, corrected=True):
         self.filter = filter
         self.monte_carlo_batches = monte_carlo_batches
+        self.corrected = corrected
         self.mean_difference = np.zeros(shape, dtype=dtype)
         self.mean_squared_norm = 0.0
+        self.weight_square_sum = 0.0
         self.window = 0.0
         self.drift = 0.0
         self.noise = 0.0
@@ -514,11 +533,21 @@ class FilteredStepSize:
         self.mean_squared_norm = (
             decay * self.mean_squared_norm + squared_distance / self.window
         )
-        n_coordinates = self.mean_difference.size
-        self.drift = float(squared_mean_norm) / n_coordinates
-        self.noise = (
-            max(float(self.mean_squared_norm - squared_mean_norm), 0.0) / n_coordinates
+        self.weight_square_sum = (
+            decay**2 * self.weight_square_sum + 1.0 / self.window**2
         )
+        n_coordinates = self.mean_difference.size
+        mean_square = float(squared_mean_norm) / n_coordinates
+        spread = max(float(self.mean_squared_norm - squared_mean_norm), 0.0)
+        spread /= n_coordinates
+        if not self.corrected:
+            self.drift, self.noise = mean_square, spread
+        else:
+            # With one effective observation (s = 1) the spread says nothing
+            # about R: the previous estimate is kept.
+            if self.weight_square_sum < 1.0:
+                self.noise = spread / (1.0 - self.weight_square_sum)
+            self.drift = max(mean_square - self.weight_square_sum * self.noise, 0.0)
         return float(squared_distance)
 
     def _observe_rows(self, target, current, decay, span):

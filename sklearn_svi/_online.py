@@ -88,7 +88,8 @@ class OnlineUpdateMixin:
     ``evaluate_every``, ``n_jobs``, ``verbose`` and ``random_state`` are read
     by the mixin, and so are ``step_size``, ``learning_offset`` and
     ``learning_decay`` by the default ``_make_step_size`` and
-    ``prior_variance`` and ``prior_dof`` by ``_filtered_step_size``. The
+    ``prior_variance``, ``prior_dof`` and ``bias_correction`` by
+    ``_filtered_step_size``. The
     ``n_jobs`` threads run the model's local step and every row-wise array
     operation of the update.
     """
@@ -113,8 +114,9 @@ class OnlineUpdateMixin:
     }
 
     _filter_parameter_constraints = {
-        "prior_variance": [Interval(Real, 0, None, closed="neither")],
+        "prior_variance": [Interval(Real, 0, None, closed="left")],
         "prior_dof": [Interval(Real, 2, None, closed="neither")],
+        "bias_correction": ["boolean"],
     }
 
     def _window_length(self):
@@ -156,7 +158,11 @@ class OnlineUpdateMixin:
         else:
             gain = AdaptiveGain()
         return FilteredStepSize(
-            gain, self._natural.shape, self._natural.dtype, MONTE_CARLO_BATCHES
+            gain,
+            self._natural.shape,
+            self._natural.dtype,
+            MONTE_CARLO_BATCHES,
+            corrected=self.bias_correction,
         )
 
     def _prepare_minibatch(self, X_batch):

@@ -61,12 +61,16 @@ def test_student_t_filter_tends_to_the_gaussian_filter():
     assert_allclose(run(StudentTFilter(10.0, 1e300, n_coordinates)), gaussian)
 
 
-def simulated_gains(filter, outlier_at=None, n_updates=60, n_coordinates=200):
+def simulated_gains(
+    filter, outlier_at=None, n_updates=60, n_coordinates=200, corrected=True
+):
     """Step sizes of a filter tracking a fixed optimum from noisy targets."""
     rng = np.random.RandomState(0)
     optimum = np.zeros((n_coordinates, 1))
     current = rng.normal(0.0, 3.0, optimum.shape)
-    step_size = FilteredStepSize(filter, optimum.shape, optimum.dtype, 5)
+    step_size = FilteredStepSize(
+        filter, optimum.shape, optimum.dtype, 5, corrected=corrected
+    )
     step_size.start(
         [optimum + rng.normal(0.0, 1.0, optimum.shape) for _ in range(5)], current
     )
@@ -82,28 +86,81 @@ def simulated_gains(filter, outlier_at=None, n_updates=60, n_coordinates=200):
     return np.array(observed)
 
 
-def test_an_outlier_raises_the_next_gain_of_the_t_filter_only():
+@pytest.mark.parametrize("corrected", [True, False])
+def test_an_outlier_raises_the_next_gain_of_the_t_filter_only(corrected):
     n_coordinates = 200
-    steady = simulated_gains(StudentTFilter(1e3, 3.0, n_coordinates))
-    shaken = simulated_gains(StudentTFilter(1e3, 3.0, n_coordinates), outlier_at=40)
+    steady = simulated_gains(
+        StudentTFilter(1e3, 3.0, n_coordinates), corrected=corrected
+    )
+    shaken = simulated_gains(
+        StudentTFilter(1e3, 3.0, n_coordinates), outlier_at=40, corrected=corrected
+    )
     assert_array_equal(steady[:39], shaken[:39])
     # Update 41 follows the outlier of update 40 (index 39).
     assert shaken[40] > 2 * steady[40]
-    # The Gaussian filter takes the outlier as ordinary noise: R grows and its
-    # next gain falls.
-    steady = simulated_gains(GaussianFilter(1e3))
-    shaken = simulated_gains(GaussianFilter(1e3), outlier_at=40)
-    assert shaken[40] < steady[40]
+    # The Gaussian filter takes the outlier as ordinary noise.
+    steady = simulated_gains(GaussianFilter(1e3), corrected=corrected)
+    shaken = simulated_gains(GaussianFilter(1e3), outlier_at=40, corrected=corrected)
+    assert shaken[40] < 1.5 * steady[40]
+
+
+@pytest.mark.parametrize("filter", [GaussianFilter(0.0), AdaptiveGain()])
+def test_corrected_gain_keeps_falling_at_a_fixed_optimum(filter):
+    # With a fixed optimum the right gain falls like 1/t.
+    gains = simulated_gains(filter, n_updates=200)
+    assert gains[-1] < 2 / 200
+
+
+def test_published_estimates_hold_the_gaussian_filter_near_one_third():
+    # The published estimates take the noise of the average g, about R s
+    # with s near P/2, for drift, and the Gaussian filter's gain settles
+    # where P = (P R + P R / 2) / (P R + P R / 2 + R), at P = 1/3.
+    gains = simulated_gains(GaussianFilter(0.0), n_updates=200, corrected=False)
+    assert np.all(gains[100:] > 0.2)
+
+
+def test_corrected_estimates_of_drift_and_noise_are_unbiased():
+    # Differences d_t with mean m and variance R per coordinate, averaged
+    # over a window tau that moves as the filter's does.
+    rng = np.random.RandomState(3)
+    n_coordinates, noise, n_runs = 50, 4.0, 2000
+    mean = np.full((n_coordinates, 1), 0.5)
+    estimates = {True: [], False: []}
+    for corrected in (True, False):
+        for _ in range(n_runs):
+            step_size = FilteredStepSize(
+                AdaptiveGain(), mean.shape, np.float64, 3, corrected=corrected
+            )
+            current = np.zeros_like(mean)
+            draws = mean + rng.normal(0.0, np.sqrt(noise), (6, *mean.shape))
+            step_size.start(draws[:3], current)
+            for t, target in enumerate(draws[3:], start=1):
+                step_size.window = 1.0 + t  # a growing window, as rho falls
+                step_size._observe(target, current, step_size_workers())
+            estimates[corrected].append([step_size.drift, step_size.noise])
+    drift, noise_estimate = np.mean(estimates[True], axis=0)
+    spread = np.std(estimates[True], axis=0) / np.sqrt(n_runs)
+    assert abs(drift - 0.25) < 5 * spread[0]
+    assert abs(noise_estimate - noise) < 5 * spread[1]
+    published_drift, published_noise = np.mean(estimates[False], axis=0)
+    assert published_drift > 0.25 + 20 * spread[0]
+    assert published_noise < noise - 20 * spread[1]
+
+
+def step_size_workers():
+    from sklearn_svi._threads import SERIAL
+
+    return SERIAL
 
 
 def test_adaptive_gain_is_the_ratio_of_the_averages():
     # Ranganath et al.: rho = ||g||^2 / h with the weighted averages written
-    # out here, and tau <- (1 - rho) tau + 1.
+    # out here, and tau <- (1 - rho) tau + 1 (the published estimates).
     rng = np.random.RandomState(1)
     shape = (30, 2)
     current = rng.normal(size=shape)
     starts = [current + rng.normal(1.0, 2.0, shape) for _ in range(4)]
-    step_size = FilteredStepSize(AdaptiveGain(), shape, np.float64, 4)
+    step_size = FilteredStepSize(AdaptiveGain(), shape, np.float64, 4, corrected=False)
     step_size.start(starts, current)
     mean = np.mean([start - current for start in starts], axis=0)
     mean_norm = np.mean([np.sum((start - current) ** 2) for start in starts])
@@ -178,7 +235,9 @@ def test_step_size_rises_when_the_stream_changes(filter):
     model.partial_fit(after)
     step_sizes = np.array(model.step_size_history_["step_size"])
     assert step_sizes.size == 80
-    assert step_sizes[61:66].min() > step_sizes[50:60].max()
+    # Within three updates of the change the step is more than twice the
+    # largest of the ten updates before it.
+    assert step_sizes[63:70].min() > 2 * step_sizes[50:60].max()
 
 
 @pytest.mark.parametrize("filter", ["student-t", "gaussian", "adaptive"])
