@@ -20,8 +20,9 @@ from pathlib import Path
 import numpy as np
 
 from sklearn_svi import AnnealedLDA, SmoothedLDA
+from sklearn_svi._completion import log_predictive
 
-from bench_lda import held_out_split, log_predictive, shuffled_epochs
+from bench_lda import held_out_split, shuffled_epochs
 from tables import mean_spread, simple_table, write_results
 
 RESULTS_PATH = Path(__file__).resolve().parent / "results" / "annealing.rst"

@@ -30,8 +30,9 @@ from sklearn.decomposition import LatentDirichletAllocation
 from threadpoolctl import threadpool_limits
 
 from sklearn_svi import AnnealedLDA, FilteredLDA, SmoothedLDA
+from sklearn_svi._completion import complete_documents, log_predictive
 
-from bench_lda import complete_documents, log_predictive, split_documents
+from bench_lda import split_documents
 from corpus import load_counts, load_file_counts
 from tables import mean_spread, simple_table, write_results
 
