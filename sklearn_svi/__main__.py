@@ -13,7 +13,7 @@ def main(argv=None):
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser(
         "demo",
-        help="fit SmoothedLDA to planted topics; compare L=1 with L=10",
+        help="fit every estimator to a stream whose topics change half-way",
     )
     demo.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     arguments = parser.parse_args(argv)
