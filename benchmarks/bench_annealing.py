@@ -59,9 +59,14 @@ def make_models(b, n_train, n_epochs, seed):
     return {
         f"SVI B={2 * b}": SmoothedLDA(L=1, batch_size=2 * b, **common),
         f"SVI B={b}": SmoothedLDA(L=1, batch_size=b, **common),
-        f"SVI+ B={2 * b}, M={b}": AnnealedLDA(M=b, batch_size=2 * b, **common),
+        f"SVI+ B={2 * b}, M={b}": AnnealedLDA(
+            M=b, M_growth=0.0, batch_size=2 * b, **common
+        ),
         f"SVI+ B={2 * b}, M={b} to {2 * b}": AnnealedLDA(
             M=b, M_growth=growth, batch_size=2 * b, **common
+        ),
+        f"SVI+ B={2 * b}, M_t=50t (the default)": AnnealedLDA(
+            batch_size=2 * b, **common
         ),
     }
 
