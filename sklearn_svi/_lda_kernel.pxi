@@ -3,7 +3,7 @@
 
 from cython cimport floating
 from libc.float cimport DBL_EPSILON, FLT_EPSILON
-from libc.math cimport cos, exp, fabs, log, sin, sqrt
+from libc.math cimport cos, fabs, log, sin, sqrt
 from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memcpy, memset
 
@@ -114,13 +114,14 @@ cdef extern from *:
         return z ^ (z >> 31);
     }
 
-    /* Fold one (word, count) pair of a document into its stream number. */
-    static inline uint64_t sklearn_svi_fold(uint64_t stream, int64_t word, double count)
+    /* Fold one (word, count) pair of a document into its running hash: a
+       multiply and an add per word; sklearn_svi_mix of the final hash is
+       the document's stream number. */
+    static inline uint64_t sklearn_svi_fold(uint64_t hash, int64_t word, double count)
     {
         uint64_t bits;
         memcpy(&bits, &count, sizeof bits);
-        stream = sklearn_svi_mix(stream + SKLEARN_SVI_GOLDEN * ((uint64_t) word + 1));
-        return sklearn_svi_mix(stream ^ bits);
+        return (hash ^ ((uint64_t) word + 1)) * SKLEARN_SVI_GOLDEN + bits;
     }
 
     /* Value ``counter`` of a stream, as a uniform double in (0, 1]. */
@@ -148,16 +149,21 @@ cdef inline void _start_gamma(
 ) noexcept nogil:
     """gamma_k = mass exp(spread z_k), z_k ~ N(0, 1) the values of ``stream``.
 
-    The normal values come in pairs from pairs of uniforms (Box-Muller).
+    The normal values come in pairs from pairs of uniforms (Box-Muller);
+    with ``spread`` 0 the start is the symmetric gamma_k = mass.
     """
     cdef Py_ssize_t k
     cdef double radius, angle
+    if spread == 0.0:
+        for k in range(n_topics):
+            gamma[k] = <floating> mass
+        return
     for k in range(0, n_topics, 2):
-        radius = sqrt(-2.0 * log(_uniform(stream, k)))
+        radius = spread * sqrt(-2.0 * log(_uniform(stream, k)))
         angle = 6.283185307179586 * _uniform(stream, k + 1)
-        gamma[k] = <floating> (mass * exp(spread * radius * cos(angle)))
+        gamma[k] = <floating> (mass * _exp(radius * cos(angle)))
         if k + 1 < n_topics:
-            gamma[k + 1] = <floating> (mass * exp(spread * radius * sin(angle)))
+            gamma[k + 1] = <floating> (mass * _exp(radius * sin(angle)))
 
 
 def document_start(
@@ -195,6 +201,7 @@ def document_start(
     for j in range(words.shape[0]):
         stream = _fold(stream, words[j], counts[j])
         length += counts[j]
+    stream = _mix(stream)
     gamma = np.empty(n_topics, dtype=np.float64)
     cdef double[::1] view = gamma
     _start_gamma(
@@ -697,7 +704,7 @@ def infer_documents(
                 memset(&block[j * n_padded], 0, n_padded * sizeof(floating))
             gamma = &doc_topic[d, 0]
             _start_gamma(
-                gamma, n_topics, alpha + length / n_topics, start_spread, stream
+                gamma, n_topics, alpha + length / n_topics, start_spread, _mix(stream)
             )
 
             for it in range(max_iter):

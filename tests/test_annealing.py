@@ -202,3 +202,14 @@ def test_batch_mode_with_annealing_ends_as_batch_vb(planted_corpus):
     assert model.n_projected_ > 0
     quiet = np.array(scores[5:])
     assert np.all(np.diff(quiet) > -1e-9 * np.abs(quiet[1:]))
+
+
+def test_default_schedule_ends_as_plain_svi():
+    # The default is the paper's M_t = 50 t: with minibatches of 128 the
+    # first two updates are annealed and every later one is plain SVI. A
+    # fixed M would keep the noise of M documents to the end of the run.
+    annealing = AnnealedLDA(batch_size=128)._make_annealing()
+    rng = np.random.RandomState(0)
+    assert annealing(128, 1, rng) is not None
+    assert annealing(128, 2, rng) is not None
+    assert all(annealing(128, step, rng) is None for step in range(3, 200))
