@@ -152,6 +152,34 @@ def format_results(labels, seconds, scores, unigram):
     )
 
 
+def final_state(model):
+    """What the mechanisms of a fitted model ended with, as table cells.
+
+    The filters' drift Q, noise R (per coordinate) and window tau, and the
+    number of coordinates of lambda that annealing's projection raised to
+    the prior, summed over the updates.
+    """
+    cells = ["", "", "", ""]
+    if hasattr(model, "filter_state_"):
+        state = model.filter_state_
+        cells[:3] = [
+            f"{state['drift']:.3g}",
+            f"{state['noise']:.3g}",
+            f"{state['window']:.1f}",
+        ]
+    if hasattr(model, "n_projected_"):
+        cells[3] = str(model.n_projected_)
+    return cells
+
+
+def format_states(states):
+    """The final state of each mechanism of the first seed."""
+    rows = [[label, *cells] for label, cells in states.items()]
+    return simple_table(
+        ["Model", "Drift Q", "Noise R", "Window", "Coordinates projected"], rows
+    )
+
+
 def format_trace(traces):
     """The step sizes of the first seed at the traced updates."""
     rows = [
@@ -203,7 +231,7 @@ def main(argv=None):
         flush=True,
     )
 
-    seconds, scores, traces = {}, {}, {}
+    seconds, scores, traces, states = {}, {}, {}, {}
     for seed in range(args.seeds):
         order = np.random.default_rng(seed)
         epochs = [X_train[order.permutation(n_train)] for _ in range(args.epochs)]
@@ -216,13 +244,18 @@ def main(argv=None):
             scores.setdefault(label, []).append(score)
             if seed == 0 and ("Filtered" in label or label == REFERENCE):
                 traces[label] = step_size_trace(model)
+            if seed == 0 and ("Filtered" in label or "Annealed" in label):
+                states[label] = final_state(model)
             print(f"seed {seed} {label}: {score:.4f} ({cpu:.1f} s)", flush=True)
 
     unigram = unigram_log_predictive(X_train, completion)
+    n_lambda = args.n_components * X.shape[1]
     table = format_results(list(scores), seconds, scores, unigram)
     trace = format_trace(traces)
+    state = format_states(states)
     print(table)
     print(trace)
+    print(state)
     if not args.quick:
         write_results(
             RESULTS_DIR / f"scale_{name}.rst",
@@ -234,6 +267,9 @@ def main(argv=None):
                 table,
                 "Step sizes of the first seed:",
                 trace,
+                "State of the mechanisms after the last update of the first "
+                f"seed (lambda has {n_lambda} coordinates):",
+                state,
             ],
         )
 

@@ -89,9 +89,8 @@ class OnlineUpdateMixin:
     by the mixin, and so are ``step_size``, ``learning_offset`` and
     ``learning_decay`` by the default ``_make_step_size`` and
     ``prior_variance``, ``prior_dof`` and ``bias_correction`` by
-    ``_filtered_step_size``. The
-    ``n_jobs`` threads run the model's local step and every row-wise array
-    operation of the update.
+    ``_filtered_step_size``. The ``n_jobs`` threads run the model's local
+    step and every row-wise array operation of the update.
     """
 
     _online_parameter_constraints = {
