@@ -166,6 +166,26 @@ cdef inline void _start_gamma(
             gamma[k + 1] = <floating> (mass * _exp(radius * sin(angle)))
 
 
+cdef inline unsigned long long _document_stream(
+    unsigned long long key,
+    const Py_ssize_t[::1] words,
+    const Py_ssize_t[::1] indices,
+    const floating* counts,
+    Py_ssize_t begin,
+    Py_ssize_t n_words,
+) noexcept nogil:
+    """The number of a document's stream: its words and counts folded into ``key``.
+
+    The document's vocabulary indices are ``words[indices[begin + j]]`` and
+    its counts ``counts[j]``, for j < ``n_words``.
+    """
+    cdef unsigned long long stream = _mix(key)
+    cdef Py_ssize_t j
+    for j in range(n_words):
+        stream = _fold(stream, words[indices[begin + j]], counts[j])
+    return _mix(stream)
+
+
 def document_start(
     unsigned long long key,
     const Py_ssize_t[::1] words,
@@ -195,17 +215,19 @@ def document_start(
     -------
     gamma : ndarray of shape (n_topics,)
     """
-    cdef unsigned long long stream = _mix(key)
-    cdef double length = 0.0
-    cdef Py_ssize_t j
-    for j in range(words.shape[0]):
-        stream = _fold(stream, words[j], counts[j])
-        length += counts[j]
-    stream = _mix(stream)
+    cdef Py_ssize_t n_words = words.shape[0]
+    cdef Py_ssize_t[::1] positions = np.arange(n_words, dtype=np.intp)
+    # One spare value, so that an empty document's counts have an address.
+    cdef double[::1] document_counts = np.append(np.asarray(counts), 0.0)
+    cdef double length = np.sum(counts)
     gamma = np.empty(n_topics, dtype=np.float64)
     cdef double[::1] view = gamma
     _start_gamma(
-        &view[0], n_topics, doc_topic_prior + length / n_topics, spread, stream
+        &view[0],
+        n_topics,
+        doc_topic_prior + length / n_topics,
+        spread,
+        _document_stream(key, words, positions, &document_counts[0], 0, n_words),
     )
     return gamma
 
@@ -685,7 +707,6 @@ def infer_documents(
             for j in range(min(n_words, PREFETCH_ROWS)):
                 _prefetch(&exp_word_topic[indices[begin + j], 0], row_bytes)
             length = 0.0
-            stream = _mix(start_key)
             for j in range(n_words):
                 if j + PREFETCH_ROWS < n_words:
                     _prefetch(
@@ -694,7 +715,6 @@ def infer_documents(
                     )
                 doc_counts[j] = counts[begin + j]
                 length += doc_counts[j]
-                stream = _fold(stream, words[indices[begin + j]], doc_counts[j])
                 row = &exp_word_topic[indices[begin + j], 0]
                 memcpy(&block[j * n_padded], row, row_bytes)
                 memset(&block[j * n_padded + n_topics], 0,
@@ -703,9 +723,10 @@ def infer_documents(
                 doc_counts[j] = 0
                 memset(&block[j * n_padded], 0, n_padded * sizeof(floating))
             gamma = &doc_topic[d, 0]
-            _start_gamma(
-                gamma, n_topics, alpha + length / n_topics, start_spread, _mix(stream)
+            stream = _document_stream(
+                start_key, words, indices, doc_counts, begin, n_words
             )
+            _start_gamma(gamma, n_topics, alpha + length / n_topics, start_spread, stream)
 
             for it in range(max_iter):
                 # gamma_dk = alpha + sum_w n_dw phi_dwk (Hoffman et al. 2013,
