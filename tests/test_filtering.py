@@ -13,6 +13,7 @@ from sklearn_svi._mechanisms import (
     GaussianFilter,
     StudentTFilter,
 )
+from sklearn_svi._threads import SERIAL
 
 PARAMS = dict(n_components=4, batch_size=50, total_samples=600, random_state=0)
 
@@ -136,7 +137,7 @@ def test_corrected_estimates_of_drift_and_noise_are_unbiased():
             step_size.start(draws[:3], current)
             for t, target in enumerate(draws[3:], start=1):
                 step_size.window = 1.0 + t  # a growing window, as rho falls
-                step_size._observe(target, current, step_size_workers())
+                step_size._observe(target, current, SERIAL)
             estimates[corrected].append([step_size.drift, step_size.noise])
     drift, noise_estimate = np.mean(estimates[True], axis=0)
     spread = np.std(estimates[True], axis=0) / np.sqrt(n_runs)
@@ -145,12 +146,6 @@ def test_corrected_estimates_of_drift_and_noise_are_unbiased():
     published_drift, published_noise = np.mean(estimates[False], axis=0)
     assert published_drift > 0.25 + 20 * spread[0]
     assert published_noise < noise - 20 * spread[1]
-
-
-def step_size_workers():
-    from sklearn_svi._threads import SERIAL
-
-    return SERIAL
 
 
 def test_adaptive_gain_is_the_ratio_of_the_averages():
