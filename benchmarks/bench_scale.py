@@ -3,7 +3,7 @@
 A user's first fit: each estimator with its defaults (only the number of
 topics, the minibatch size and the corpus size are set), the other filters,
 SVI+ with a fixed M, the filters as published (the papers' prior variance
-and moment estimates), plain SVI (``SmoothedLDA(L=1)``) and scikit-learn's
+and moment estimates, no warm-up), plain SVI (``SmoothedLDA(L=1)``) and scikit-learn's
 online LDA, all on the same minibatches of the same shuffled documents, one thread
 each. The corpus is a text file given on the command line (one text per
 line, or a column of a tab-separated file with a header) or one of the
@@ -88,9 +88,15 @@ def make_models(n_components, batch_size, n_train, seed):
         "FilteredLDA Gaussian": FilteredLDA(filter="gaussian", **common),
         "AnnealedLDA M=64 fixed": AnnealedLDA(M=64, M_growth=0, **common),
         "FilteredLDA Student's t, published": FilteredLDA(
-            filter="student-t", prior_variance=1e3, bias_correction=False, **common
+            filter="student-t",
+            prior_variance=1e3,
+            bias_correction=False,
+            warm_up_updates=0,
+            **common,
         ),
-        "FilteredLDA adaptive, published": FilteredLDA(bias_correction=False, **common),
+        "FilteredLDA adaptive, published": FilteredLDA(
+            bias_correction=False, warm_up_updates=0, **common
+        ),
     }
 
 

@@ -847,7 +847,17 @@ class FilteredLDA(_OnlineLDA):
         Correct the moving averages' estimates of the drift Q and the noise
         R for the noise of the averages themselves, which uncorrected is
         taken for drift (the package's variant). False gives Ranganath et
-        al.'s estimates, as the papers use them.""",
+        al.'s estimates, as the papers use them.
+    warm_up_updates : int, default=20
+        The step size of each of the first ``warm_up_updates`` updates is at
+        most the Robbins-Monro step ``(learning_offset + t) **
+        -learning_decay`` (the package's variant): far from the optimum the
+        filters' first steps are large and commit the topics to the first
+        minibatches. 0 gives the published filters.
+    learning_offset : float, default=10.0
+        tau_0 of the Robbins-Monro schedule of the warm-up.
+    learning_decay : float, default=0.7
+        kappa of the Robbins-Monro schedule of the warm-up.""",
         specific_attributes="""\
     filter_state_ : dict
         The state after the last update: ``"drift"`` Q and ``"noise"`` R
@@ -875,6 +885,12 @@ class FilteredLDA(_OnlineLDA):
         **_OnlineLDA._parameter_constraints,
         **OnlineUpdateMixin._filter_parameter_constraints,
         "filter": [StrOptions({"student-t", "gaussian", "adaptive"})],
+        "learning_offset": OnlineUpdateMixin._schedule_parameter_constraints[
+            "learning_offset"
+        ],
+        "learning_decay": OnlineUpdateMixin._schedule_parameter_constraints[
+            "learning_decay"
+        ],
     }
 
     def __init__(
@@ -885,6 +901,9 @@ class FilteredLDA(_OnlineLDA):
         prior_variance=0.0,
         prior_dof=3,
         bias_correction=True,
+        warm_up_updates=20,
+        learning_offset=10.0,
+        learning_decay=0.7,
         doc_topic_prior=None,
         topic_word_prior=None,
         batch_size=128,
@@ -903,6 +922,9 @@ class FilteredLDA(_OnlineLDA):
         self.prior_variance = prior_variance
         self.prior_dof = prior_dof
         self.bias_correction = bias_correction
+        self.warm_up_updates = warm_up_updates
+        self.learning_offset = learning_offset
+        self.learning_decay = learning_decay
         self.doc_topic_prior = doc_topic_prior
         self.topic_word_prior = topic_word_prior
         self.batch_size = batch_size

@@ -454,6 +454,12 @@ class FilteredStepSize:
     true: the online update forms lambda^ as an array for it, which it does
     not for the schedules.
 
+    During a warm-up (the package's variant) the step of each of the first
+    ``warm_up_updates`` updates is at most that of the ``warm_up`` schedule.
+    Far from the optimum the filters' first gains are large, which commits
+    the topics to the first minibatches; the window then follows the step
+    actually taken.
+
     Parameters
     ----------
     filter : AdaptiveGain, GaussianFilter or StudentTFilter
@@ -466,14 +472,29 @@ class FilteredStepSize:
         Number of minibatches of the start.
     corrected : bool, default=True
         Whether Q and R are corrected for the noise of the average.
+    warm_up : RobbinsMonroStepSize or None, default=None
+        The schedule that bounds the step during the warm-up.
+    warm_up_updates : int, default=0
+        Number of updates of the warm-up; 0 is none.
     """
 
     observes_target = True
 
-    def __init__(self, filter, shape, dtype, monte_carlo_batches, corrected=True):
+    def __init__(
+        self,
+        filter,
+        shape,
+        dtype,
+        monte_carlo_batches,
+        corrected=True,
+        warm_up=None,
+        warm_up_updates=0,
+    ):
         self.filter = filter
         self.monte_carlo_batches = monte_carlo_batches
         self.corrected = corrected
+        self.warm_up = warm_up
+        self.warm_up_updates = warm_up_updates
         self.mean_difference = np.zeros(shape, dtype=dtype)
         self.mean_squared_norm = 0.0
         self.weight_square_sum = 0.0
@@ -506,7 +527,7 @@ class FilteredStepSize:
         Parameters
         ----------
         step : int
-            The update number t (unused).
+            The update number t, from 1.
         target : ndarray
             The noisy optimum lambda^_t.
         current : ndarray
@@ -520,6 +541,8 @@ class FilteredStepSize:
         """
         squared_distance = self._observe(target, current, workers)
         rho = self.filter.gain(self.drift, self.noise, squared_distance)
+        if step <= self.warm_up_updates:
+            rho = min(rho, self.warm_up(step, target, current))
         self.window = (1.0 - rho) * self.window + 1.0
         return rho
 

@@ -88,7 +88,8 @@ class OnlineUpdateMixin:
     ``evaluate_every``, ``n_jobs``, ``verbose`` and ``random_state`` are read
     by the mixin, and so are ``step_size``, ``learning_offset`` and
     ``learning_decay`` by the default ``_make_step_size`` and
-    ``prior_variance``, ``prior_dof`` and ``bias_correction`` by
+    ``prior_variance``, ``prior_dof``, ``bias_correction``,
+    ``warm_up_updates``, ``learning_offset`` and ``learning_decay`` by
     ``_filtered_step_size``. The ``n_jobs`` threads run the model's local
     step and every row-wise array operation of the update.
     """
@@ -116,6 +117,7 @@ class OnlineUpdateMixin:
         "prior_variance": [Interval(Real, 0, None, closed="left")],
         "prior_dof": [Interval(Real, 2, None, closed="neither")],
         "bias_correction": ["boolean"],
+        "warm_up_updates": [Interval(Integral, 0, None, closed="left")],
     }
 
     def _window_length(self):
@@ -162,6 +164,8 @@ class OnlineUpdateMixin:
             self._natural.dtype,
             MONTE_CARLO_BATCHES,
             corrected=self.bias_correction,
+            warm_up=RobbinsMonroStepSize(self.learning_offset, self.learning_decay),
+            warm_up_updates=self.warm_up_updates,
         )
 
     def _prepare_minibatch(self, X_batch):

@@ -130,7 +130,13 @@ def test_grid_search_over_filter_and_prior_variance(planted_corpus):
     X = planted_corpus[0]
     grid = {"filter": ["student-t", "gaussian"], "prior_variance": [1.0, 1e3]}
     search = GridSearchCV(
-        FilteredLDA(n_components=4, max_iter=2, batch_size=50, random_state=0),
+        FilteredLDA(
+            n_components=4,
+            max_iter=2,
+            batch_size=50,
+            warm_up_updates=0,
+            random_state=0,
+        ),
         grid,
         cv=2,
     )

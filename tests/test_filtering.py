@@ -11,6 +11,7 @@ from sklearn_svi._mechanisms import (
     AdaptiveGain,
     FilteredStepSize,
     GaussianFilter,
+    RobbinsMonroStepSize,
     StudentTFilter,
 )
 from sklearn_svi._threads import SERIAL
@@ -63,14 +64,25 @@ def test_student_t_filter_tends_to_the_gaussian_filter():
 
 
 def simulated_gains(
-    filter, outlier_at=None, n_updates=60, n_coordinates=200, corrected=True
+    filter,
+    outlier_at=None,
+    n_updates=60,
+    n_coordinates=200,
+    corrected=True,
+    warm_up_updates=0,
 ):
     """Step sizes of a filter tracking a fixed optimum from noisy targets."""
     rng = np.random.RandomState(0)
     optimum = np.zeros((n_coordinates, 1))
     current = rng.normal(0.0, 3.0, optimum.shape)
     step_size = FilteredStepSize(
-        filter, optimum.shape, optimum.dtype, 5, corrected=corrected
+        filter,
+        optimum.shape,
+        optimum.dtype,
+        5,
+        corrected=corrected,
+        warm_up=RobbinsMonroStepSize(10.0, 0.7),
+        warm_up_updates=warm_up_updates,
     )
     step_size.start(
         [optimum + rng.normal(0.0, 1.0, optimum.shape) for _ in range(5)], current
@@ -110,6 +122,29 @@ def test_corrected_gain_keeps_falling_at_a_fixed_optimum(filter):
     # With a fixed optimum the right gain falls like 1/t.
     gains = simulated_gains(filter, n_updates=200)
     assert gains[-1] < 2 / 200
+
+
+def test_warm_up_bounds_the_first_steps_by_the_schedule():
+    # Far from the optimum the filter's own first gains are near one.
+    free = simulated_gains(AdaptiveGain(), n_updates=40)
+    bounded = simulated_gains(AdaptiveGain(), n_updates=40, warm_up_updates=20)
+    schedule = (10.0 + np.arange(1, 41)) ** -0.7
+    assert free[0] > 0.8
+    assert np.all(bounded[:20] <= schedule[:20])
+    assert bounded[0] == schedule[0]
+    # After the warm-up the filter sets the step on its own again.
+    assert not np.any(np.isin(bounded[20:], schedule))
+
+
+def test_filtered_lda_warms_up_by_default(planted_corpus):
+    X = planted_corpus[0]
+    schedule = (10.0 + np.arange(1, 13)) ** -0.7
+    default = FilteredLDA(**PARAMS).partial_fit(X)
+    published = FilteredLDA(warm_up_updates=0, **PARAMS).partial_fit(X)
+    default_steps = np.array(default.step_size_history_["step_size"])
+    published_steps = np.array(published.step_size_history_["step_size"])
+    assert np.all(default_steps <= schedule)
+    assert np.any(published_steps > schedule)
 
 
 def test_published_estimates_hold_the_gaussian_filter_near_one_third():
