@@ -75,12 +75,16 @@ class _LocalFit:
         The documents.
     doc_topic : ndarray of shape (n_documents, n_components)
         gamma, the variational Dirichlet parameters of the proportions.
-    exp_doc_topic : ndarray of shape (n_documents, n_components)
-        exp E[log theta] at gamma.
-    exp_word_topic : ndarray of shape (n_words, n_components)
-        exp E[log beta] of the documents' words.
-    count_ratio : ndarray of shape (nnz,)
-        n_dw / sum_k exp(E[log theta_dk] + E[log beta_kw]).
+    word_topic : ndarray of shape (n_words, n_components)
+        The topics' weights of the documents' words: exp E[log beta] for
+        the mean-field step, E[beta] for the collapsed one.
+    exp_doc_topic : ndarray of shape (n_documents, n_components) or None
+        exp E[log theta] at gamma (mean-field step).
+    count_ratio : ndarray of shape (nnz,) or None
+        n_dw / sum_k exp(E[log theta_dk] + E[log beta_kw]) (mean-field
+        step).
+    responsibility : ndarray of shape (nnz, n_components) or None
+        n_dw phi_dwk (collapsed step, when the statistic needs it).
     word_index : tuple of ndarray or None
         The documents of each word, from ``words_of_documents``; None unless
         the local step was asked for it.
@@ -88,10 +92,11 @@ class _LocalFit:
 
     documents: _CompactDocuments
     doc_topic: np.ndarray
-    exp_doc_topic: np.ndarray
-    exp_word_topic: np.ndarray
-    count_ratio: np.ndarray
-    word_index: tuple | None
+    word_topic: np.ndarray
+    exp_doc_topic: np.ndarray | None = None
+    count_ratio: np.ndarray | None = None
+    responsibility: np.ndarray | None = None
+    word_index: tuple | None = None
 
 
 def _dirichlet_expectation(parameters):
@@ -165,6 +170,7 @@ class _OnlineLDA(
         "n_components": [Interval(Integral, 1, None, closed="left")],
         "doc_topic_prior": [None, Interval(Real, 0, None, closed="neither")],
         "topic_word_prior": [None, Interval(Real, 0, None, closed="neither")],
+        "local_step": [StrOptions({"vb", "cvb0"})],
         "max_doc_update_iter": [Interval(Integral, 1, None, closed="left")],
         "mean_change_tol": [Interval(Real, 0, None, closed="left")],
         "perp_tol": [Interval(Real, 0, None, closed="left")],
@@ -246,23 +252,28 @@ class _OnlineLDA(
         local = self._local_step(
             documents, workers, self._start_key(draw), index_words=True
         )
-        exp_doc_topic = local.exp_doc_topic
-        if sample_weight is not None:
-            exp_doc_topic = exp_doc_topic * sample_weight[:, np.newaxis].astype(
-                exp_doc_topic.dtype
-            )
         documents = local.documents
-        statistic = np.empty_like(local.exp_word_topic)
-        shared = (
-            *local.word_index,
-            local.count_ratio,
-            exp_doc_topic,
-            local.exp_word_topic,
-            statistic,
-            1.0 / documents.n_documents,
-        )
+        statistic = np.empty_like(local.word_topic)
+        dtype = statistic.dtype
+        if local.responsibility is not None:
+            weight = (
+                np.ones(documents.n_documents, dtype=dtype)
+                if sample_weight is None
+                else sample_weight.astype(dtype)
+            )
+            kernel = _kernel.responsibility_statistic
+            terms = (local.responsibility, weight)
+        else:
+            exp_doc_topic = local.exp_doc_topic
+            if sample_weight is not None:
+                exp_doc_topic = exp_doc_topic * sample_weight[:, np.newaxis].astype(
+                    dtype
+                )
+            kernel = _kernel.word_topic_statistic
+            terms = (local.count_ratio, exp_doc_topic, local.word_topic)
+        shared = (*local.word_index, *terms, statistic, 1.0 / documents.n_documents)
         workers.run(
-            _kernel.word_topic_statistic,
+            kernel,
             [
                 (*shared, span.start, span.stop)
                 for span in workers.row_blocks(documents.words.size)
@@ -287,51 +298,71 @@ class _OnlineLDA(
             )
         )
 
-    def _local_step(self, documents, workers, start_key=None, index_words=False):
+    def _local_step(
+        self, documents, workers, start_key=None, index_words=False, collapsed=None
+    ):
         """Fit gamma for each of the documents at the current lambda.
 
-        On ``workers``, both exp E[log beta] and the documents' fixed points
-        are computed in chunks; every value is computed the same way
-        whichever thread runs it. The documents' starts are random under
-        ``start_key``, or symmetric when it is None (``START_SPREAD``). With
-        ``index_words``, the documents of each word, which the statistic
-        needs, are listed too.
+        On ``workers``, both the topics' weights of the words and the
+        documents' fixed points are computed in chunks; every value is
+        computed the same way whichever thread runs it. The documents'
+        starts are random under ``start_key``, or symmetric when it is None
+        (``START_SPREAD``). With ``index_words``, the documents of each
+        word, which the statistic needs, are listed too, and the collapsed
+        step keeps its responsibilities. The step is the collapsed one if
+        ``collapsed`` says so, or by default if ``local_step`` does.
         """
-        exp_word_topic, word_index = self._exp_word_topic(
-            documents, workers, index_words
+        if collapsed is None:
+            collapsed = self.local_step == "cvb0"
+        word_topic, word_index = self._word_topic(
+            documents, workers, index_words, collapsed
         )
+        if collapsed:
+            doc_topic, responsibility = self._infer_documents_collapsed(
+                documents, word_topic, workers, start_key, index_words
+            )
+            return _LocalFit(
+                documents,
+                doc_topic,
+                word_topic,
+                responsibility=responsibility,
+                word_index=word_index,
+            )
         doc_topic, exp_doc_topic, count_ratio = self._infer_documents(
-            documents, exp_word_topic, workers, start_key
+            documents, word_topic, workers, start_key
         )
         return _LocalFit(
-            documents, doc_topic, exp_doc_topic, exp_word_topic, count_ratio, word_index
+            documents,
+            doc_topic,
+            word_topic,
+            exp_doc_topic=exp_doc_topic,
+            count_ratio=count_ratio,
+            word_index=word_index,
         )
 
-    def _exp_word_topic(self, documents, workers, index_words):
-        """exp E[log beta] for the documents' words, one row per word.
+    def _word_topic(self, documents, workers, index_words, collapsed):
+        """The topics' weights of the documents' words, one row per word.
 
-        Only the minibatch's words are computed: the digamma over all of
-        K x V costs as much as the local step on a small minibatch. The word
-        index, when asked for, is one more chunk of the same work: it needs
-        only the documents.
+        exp E[log beta] for the mean-field step, E[beta] for the collapsed
+        one. Only the minibatch's words are computed: the digamma over all
+        of K x V costs as much as the local step on a small minibatch. The
+        word index, when asked for, is one more chunk of the same work: it
+        needs only the documents.
 
         Returns
         -------
-        exp_word_topic : ndarray of shape (n_words, n_components)
+        word_topic : ndarray of shape (n_words, n_components)
         word_index : tuple of ndarray or None
         """
         words = documents.words
-        exp_word_topic = np.empty(
+        word_topic = np.empty(
             (words.size, self.n_components), dtype=self._natural.dtype
         )
+        kernel = (
+            _kernel.mean_rows if collapsed else _kernel.exp_dirichlet_expectation_rows
+        )
         chunks = [
-            (
-                _kernel.exp_dirichlet_expectation_rows,
-                self._natural,
-                self._natural_totals,
-                words[span],
-                exp_word_topic[span],
-            )
+            (kernel, self._natural, self._natural_totals, words[span], word_topic[span])
             for span in workers.row_blocks(words.size)
         ]
         if index_words:
@@ -345,7 +376,33 @@ class _OnlineLDA(
                 ),
             )
         results = workers.run(call, chunks)
-        return exp_word_topic, results[0] if index_words else None
+        return word_topic, results[0] if index_words else None
+
+    def _local_arguments(self, start_key):
+        """The local step's arguments after the documents and their outputs."""
+        return (
+            float(self._alpha),
+            self.max_doc_update_iter,
+            float(self.mean_change_tol),
+            0.0 if start_key is None else START_SPREAD,
+            0 if start_key is None else start_key,
+        )
+
+    def _run_documents(self, kernel, documents, arguments, workers):
+        """Run ``kernel`` on every document, on every thread.
+
+        Each thread takes documents one at a time from a shared counter, the
+        longest first, so that no thread is left alone with a long one at
+        the end of the minibatch. This is the longest run of the update: the
+        work deferred meanwhile (the next minibatch) starts alongside it.
+        """
+        longest_first = np.argsort(-np.diff(documents.indptr), kind="stable")
+        next_document = np.zeros(1, dtype=np.intp)
+        workers.run(
+            kernel,
+            [(*arguments, longest_first, next_document)] * workers.n_threads,
+            start_deferred=True,
+        )
 
     def _infer_documents(self, documents, exp_word_topic, workers, start_key):
         """gamma, exp E[log theta] and count ratios at the documents' fixed points.
@@ -362,7 +419,7 @@ class _OnlineLDA(
         )
         exp_doc_topic = np.empty_like(doc_topic)
         count_ratio = np.empty_like(documents.counts)
-        shared = (
+        arguments = (
             exp_word_topic,
             documents.words,
             documents.indptr,
@@ -371,25 +428,39 @@ class _OnlineLDA(
             doc_topic,
             exp_doc_topic,
             count_ratio,
-            float(self._alpha),
-            self.max_doc_update_iter,
-            float(self.mean_change_tol),
-            0.0 if start_key is None else START_SPREAD,
-            0 if start_key is None else start_key,
+            *self._local_arguments(start_key),
         )
-        # Each thread takes documents one at a time from the shared counter,
-        # the longest first, so that no thread is left alone with a long one
-        # at the end of the minibatch.
-        longest_first = np.argsort(-np.diff(documents.indptr), kind="stable")
-        next_document = np.zeros(1, dtype=np.intp)
-        # The longest run of the update: the work deferred meanwhile (the
-        # next minibatch) starts alongside it.
-        workers.run(
-            _kernel.infer_documents,
-            [(*shared, longest_first, next_document)] * workers.n_threads,
-            start_deferred=True,
-        )
+        self._run_documents(_kernel.infer_documents, documents, arguments, workers)
         return doc_topic, exp_doc_topic, count_ratio
+
+    def _infer_documents_collapsed(
+        self, documents, mean_word_topic, workers, start_key, keep_responsibility
+    ):
+        """gamma = alpha + N_d, and n_dw phi_dwk if asked, by the collapsed step.
+
+        Started as ``_infer_documents`` starts, with the same guarantees.
+        """
+        doc_topic = np.empty(
+            (documents.n_documents, self.n_components), dtype=mean_word_topic.dtype
+        )
+        responsibility = np.empty(
+            (documents.counts.size if keep_responsibility else 0, self.n_components),
+            dtype=mean_word_topic.dtype,
+        )
+        arguments = (
+            mean_word_topic,
+            documents.words,
+            documents.indptr,
+            documents.indices,
+            documents.counts,
+            doc_topic,
+            responsibility,
+            *self._local_arguments(start_key),
+        )
+        self._run_documents(
+            _kernel.infer_documents_collapsed, documents, arguments, workers
+        )
+        return doc_topic, responsibility if keep_responsibility else None
 
     # -- scores ----------------------------------------------------------------------
 
@@ -409,18 +480,23 @@ class _OnlineLDA(
         """The topics' terms of the ELBO (Hoffman et al. 2013, eq. 31)."""
         return _dirichlet_term(self._eta, self.components_, self.components_.shape[1])
 
-    def _infer(self, X):
+    def _infer(self, X, collapsed=None):
         """The local step on X with the estimator's own threads."""
         with thread_workers(self.n_jobs) as workers:
-            return self._local_step(_CompactDocuments.from_csr(X), workers)
+            return self._local_step(
+                _CompactDocuments.from_csr(X), workers, collapsed=collapsed
+            )
 
     def _bound(self, X):
-        """The ELBO of the documents X and the topics."""
-        return self._document_bound(self._infer(X)) + self._topic_bound()
+        """The ELBO of the documents X and the topics, by the mean-field step."""
+        local = self._infer(X, collapsed=False)
+        return self._document_bound(local) + self._topic_bound()
 
     def _evaluation_score(self, X, workers):
         """Per-word bound of the documents' terms of the ELBO on ``X``."""
-        local = self._local_step(_CompactDocuments.from_csr(X), workers)
+        local = self._local_step(
+            _CompactDocuments.from_csr(X), workers, collapsed=False
+        )
         return self._document_bound(local) / max(local.documents.counts.sum(), 1.0)
 
     def _fit_converged(self):
@@ -521,6 +597,18 @@ _SHARED_PARAMETERS = """\
     topic_word_prior : float, default=None
         eta, the Dirichlet prior of the topics. None means
         ``1 / n_components``.
+    local_step : {"vb", "cvb0"}, default="vb"
+        How each document's topic proportions are fitted, in the updates and
+        in ``transform``. ``"vb"`` is the mean-field fixed point of SVI
+        (Hoffman et al. 2013), which weighs topic k of word w by
+        exp E[log theta_dk] exp E[log beta_kw]. ``"cvb0"`` is the collapsed
+        step of stochastic CVB0 (Foulds et al. 2013): each word's topic
+        responsibilities are proportional to E[beta_kw] times the
+        document's expected topic counts without that word's token, plus
+        alpha. It predicts held-out words far better on short texts. The
+        statistic and the update of lambda are the same for both;
+        ``score`` and ``perplexity`` evaluate the ELBO with the ``"vb"``
+        step for either.
     batch_size : int, default=128
         Number of documents per minibatch.
     max_iter : int, default=10
@@ -670,6 +758,7 @@ class SmoothedLDA(_OnlineLDA):
         learning_decay=0.7,
         doc_topic_prior=None,
         topic_word_prior=None,
+        local_step="vb",
         batch_size=128,
         max_iter=10,
         total_samples=1e6,
@@ -688,6 +777,7 @@ class SmoothedLDA(_OnlineLDA):
         self.learning_decay = learning_decay
         self.doc_topic_prior = doc_topic_prior
         self.topic_word_prior = topic_word_prior
+        self.local_step = local_step
         self.batch_size = batch_size
         self.max_iter = max_iter
         self.total_samples = total_samples
@@ -774,6 +864,7 @@ class AnnealedLDA(_OnlineLDA):
         learning_decay=0.7,
         doc_topic_prior=None,
         topic_word_prior=None,
+        local_step="vb",
         batch_size=128,
         max_iter=10,
         total_samples=1e6,
@@ -793,6 +884,7 @@ class AnnealedLDA(_OnlineLDA):
         self.learning_decay = learning_decay
         self.doc_topic_prior = doc_topic_prior
         self.topic_word_prior = topic_word_prior
+        self.local_step = local_step
         self.batch_size = batch_size
         self.max_iter = max_iter
         self.total_samples = total_samples
@@ -906,6 +998,7 @@ class FilteredLDA(_OnlineLDA):
         learning_decay=0.7,
         doc_topic_prior=None,
         topic_word_prior=None,
+        local_step="vb",
         batch_size=128,
         max_iter=10,
         total_samples=1e6,
@@ -927,6 +1020,7 @@ class FilteredLDA(_OnlineLDA):
         self.learning_decay = learning_decay
         self.doc_topic_prior = doc_topic_prior
         self.topic_word_prior = topic_word_prior
+        self.local_step = local_step
         self.batch_size = batch_size
         self.max_iter = max_iter
         self.total_samples = total_samples

@@ -426,6 +426,30 @@ def exp_dirichlet_expectation_rows(
     free(topic_scale)
 
 
+def mean_rows(
+    const floating[:, ::1] word_topic,
+    const double[::1] topic_totals,
+    const Py_ssize_t[::1] rows,
+    floating[:, ::1] out,
+):
+    """E[beta_kw] = lambda_kw / sum_v lambda_kv for the given words w.
+
+    The arguments are those of ``exp_dirichlet_expectation_rows``.
+    """
+    cdef Py_ssize_t n_topics = word_topic.shape[1]
+    cdef Py_ssize_t j, k
+    cdef double* topic_scale = <double*> malloc(n_topics * sizeof(double))
+    if topic_scale == NULL:
+        raise MemoryError()
+    with nogil:
+        for k in range(n_topics):
+            topic_scale[k] = 1.0 / topic_totals[k]
+        for j in range(rows.shape[0]):
+            for k in range(n_topics):
+                out[j, k] = <floating> (word_topic[rows[j], k] * topic_scale[k])
+    free(topic_scale)
+
+
 def renumber_words(const Py_ssize_t[::1] indices, Py_ssize_t n_features):
     """The distinct words of a minibatch, and its word indices renumbered.
 
@@ -575,6 +599,204 @@ def word_topic_statistic(
             for k in range(n_topics):
                 row[k] *= <floating> (exp_word_topic[w, k] * scale)
         _restore_float_mode(float_mode)
+
+
+def responsibility_statistic(
+    const Py_ssize_t[::1] word_indptr,
+    const Py_ssize_t[::1] documents,
+    const Py_ssize_t[::1] positions,
+    const floating[:, ::1] responsibility,
+    const floating[::1] document_weight,
+    floating[:, ::1] out,
+    double scale,
+    Py_ssize_t start,
+    Py_ssize_t stop,
+):
+    """The minibatch statistic sum_d w_d n_dw phi_dwk for words ``start`` to ``stop - 1``.
+
+    The sum over the documents containing w, in increasing order, of the
+    responsibilities n_dw phi_dwk of the collapsed local step, each weighed
+    by its document's weight w_d.
+
+    Parameters
+    ----------
+    word_indptr, documents, positions : ndarray
+        The documents of each word, from :func:`words_of_documents`.
+    responsibility : ndarray of shape (nnz, n_topics)
+        n_dw phi_dwk, in the documents' (CSR) order.
+    document_weight : ndarray of shape (n_documents,)
+        w_d.
+    out : ndarray of shape (n_words, n_topics)
+        Output rows ``start`` to ``stop - 1``.
+    scale : float
+        Factor of every value (1 / n_documents for the minibatch mean).
+    start, stop : int
+        The range of words.
+    """
+    cdef Py_ssize_t n_topics = responsibility.shape[1]
+    cdef Py_ssize_t w, j, k
+    cdef floating weight
+    cdef floating* row
+    cdef const floating* phi
+    cdef unsigned int float_mode
+    with nogil:
+        float_mode = _flush_subnormals()
+        for w in range(start, stop):
+            row = &out[w, 0]
+            for k in range(n_topics):
+                row[k] = 0
+            for j in range(word_indptr[w], word_indptr[w + 1]):
+                weight = document_weight[documents[j]]
+                phi = &responsibility[positions[j], 0]
+                for k in range(n_topics):
+                    row[k] += weight * phi[k]
+            for k in range(n_topics):
+                row[k] *= <floating> scale
+        _restore_float_mode(float_mode)
+
+
+def infer_documents_collapsed(
+    const floating[:, ::1] mean_word_topic,
+    const Py_ssize_t[::1] words,
+    const Py_ssize_t[::1] indptr,
+    const Py_ssize_t[::1] indices,
+    const floating[::1] counts,
+    floating[:, ::1] doc_topic,
+    floating[:, ::1] responsibility,
+    double doc_topic_prior,
+    Py_ssize_t max_iter,
+    double mean_change_tol,
+    double start_spread,
+    unsigned long long start_key,
+    const Py_ssize_t[::1] order,
+    Py_ssize_t[::1] next_document,
+):
+    """The collapsed (CVB0) local step for documents taken one at a time.
+
+    Each word w of document d has its topic responsibilities phi_dwk; with
+    the document's expected topic counts N_dk = sum_w n_dw phi_dwk, a sweep
+    over the words sets, one word after the other,
+
+        phi_dwk  proportional to  E[beta_kw] (N_dk - c phi_dwk + alpha),
+
+    where c = min(n_dw, 1): the counts of the document without one token of
+    w, as in the zero-order collapsed variational update (Asuncion et al.
+    2009; Foulds et al. 2013, with the topics' expected counts
+    given by lambda). Sweeps stop when the mean absolute change of N_d is
+    below ``mean_change_tol``. The document starts from phi_dwk
+    proportional to E[beta_kw] g_k, with g the random or symmetric start of
+    ``infer_documents``.
+
+    The threads share the work as in ``infer_documents``, with which this
+    function shares its arguments except for these.
+
+    Parameters
+    ----------
+    mean_word_topic : ndarray of shape (n_words, n_topics)
+        E[beta] for the words present in the minibatch, one row per word.
+    doc_topic : ndarray of shape (n_documents, n_topics)
+        Output: alpha + N_d at each document's fixed point.
+    responsibility : ndarray of shape (nnz, n_topics) or (0, n_topics)
+        Output, unless it has no rows: n_dw phi_dwk, aligned with ``counts``.
+
+    Returns
+    -------
+    n_iter : int
+        Total number of sweeps over the documents this call processed.
+    """
+    cdef Py_ssize_t n_topics = mean_word_topic.shape[1]
+    cdef Py_ssize_t n_documents = indptr.shape[0] - 1
+    cdef Py_ssize_t d, j, k, it, begin, n_words, longest = 0
+    cdef Py_ssize_t n_iter = 0
+    cdef bint keep_responsibility = responsibility.shape[0] > 0
+    cdef unsigned int float_mode
+    cdef double alpha = doc_topic_prior
+    cdef double change, length, total, own, updated, delta
+    cdef unsigned long long stream
+    cdef double* phi
+    cdef double* topic_counts
+    cdef double* proposal
+    cdef floating* start
+    cdef floating* doc_counts
+    cdef const floating* beta
+
+    for d in range(n_documents):
+        longest = max(longest, indptr[d + 1] - indptr[d])
+
+    with nogil:
+        # Per thread: phi for the longest document, N_d, a proposal of phi
+        # for one word, the start and the document's counts.
+        phi = <double*> malloc((longest + 2) * n_topics * sizeof(double))
+        start = <floating*> malloc((n_topics + longest + 1) * sizeof(floating))
+        if phi == NULL or start == NULL:
+            free(phi)
+            free(start)
+            with gil:
+                raise MemoryError()
+        topic_counts = phi + longest * n_topics
+        proposal = topic_counts + n_topics
+        doc_counts = start + n_topics
+        float_mode = _flush_subnormals()
+        while True:
+            d = _claim(&next_document[0])
+            if d >= n_documents:
+                break
+            d = order[d]
+            begin = indptr[d]
+            n_words = indptr[d + 1] - begin
+            length = 0.0
+            for j in range(n_words):
+                doc_counts[j] = counts[begin + j]
+                length += doc_counts[j]
+            stream = _document_stream(
+                start_key, words, indices, doc_counts, begin, n_words
+            )
+            _start_gamma(start, n_topics, alpha + length / n_topics, start_spread, stream)
+            for k in range(n_topics):
+                topic_counts[k] = 0.0
+            for j in range(n_words):
+                beta = &mean_word_topic[indices[begin + j], 0]
+                total = 0.0
+                for k in range(n_topics):
+                    proposal[k] = beta[k] * start[k]
+                    total += proposal[k]
+                total = 1.0 / total
+                for k in range(n_topics):
+                    phi[j * n_topics + k] = proposal[k] * total
+                    topic_counts[k] += doc_counts[j] * phi[j * n_topics + k]
+
+            for it in range(max_iter):
+                change = 0.0
+                for j in range(n_words):
+                    beta = &mean_word_topic[indices[begin + j], 0]
+                    own = min(doc_counts[j], 1.0)
+                    total = 0.0
+                    for k in range(n_topics):
+                        updated = topic_counts[k] - own * phi[j * n_topics + k]
+                        proposal[k] = beta[k] * (max(updated, 0.0) + alpha)
+                        total += proposal[k]
+                    total = 1.0 / total
+                    for k in range(n_topics):
+                        updated = proposal[k] * total
+                        delta = doc_counts[j] * (updated - phi[j * n_topics + k])
+                        topic_counts[k] += delta
+                        change += fabs(delta)
+                        phi[j * n_topics + k] = updated
+                n_iter += 1
+                if change / n_topics < mean_change_tol:
+                    break
+            for k in range(n_topics):
+                doc_topic[d, k] = <floating> (alpha + max(topic_counts[k], 0.0))
+            if keep_responsibility:
+                for j in range(n_words):
+                    for k in range(n_topics):
+                        responsibility[begin + j, k] = <floating> (
+                            doc_counts[j] * phi[j * n_topics + k]
+                        )
+        _restore_float_mode(float_mode)
+        free(phi)
+        free(start)
+    return n_iter
 
 
 def infer_documents(
