@@ -682,8 +682,9 @@ def infer_documents_collapsed(
     where c = min(n_dw, 1): the counts of the document without one token of
     w, as in the zero-order collapsed variational update (Asuncion et al.
     2009; Foulds et al. 2013, with the topics' expected counts
-    given by lambda). Sweeps stop when the mean absolute change of N_d is
-    below ``mean_change_tol``. The document starts from phi_dwk
+    given by lambda). Sweeps stop when the mean absolute change of N_d over
+    a sweep, which is that of gamma = alpha + N_d, is below
+    ``mean_change_tol``. The document starts from phi_dwk
     proportional to E[beta_kw] g_k, with g the random or symmetric start of
     ``infer_documents``.
 
@@ -711,11 +712,12 @@ def infer_documents_collapsed(
     cdef bint keep_responsibility = responsibility.shape[0] > 0
     cdef unsigned int float_mode
     cdef double alpha = doc_topic_prior
-    cdef double change, length, total, own, updated, delta
+    cdef double change, length, total, own, updated
     cdef unsigned long long stream
     cdef double* phi
     cdef double* topic_counts
     cdef double* proposal
+    cdef double* previous_counts
     cdef floating* start
     cdef floating* doc_counts
     cdef const floating* beta
@@ -724,9 +726,10 @@ def infer_documents_collapsed(
         longest = max(longest, indptr[d + 1] - indptr[d])
 
     with nogil:
-        # Per thread: phi for the longest document, N_d, a proposal of phi
-        # for one word, the start and the document's counts.
-        phi = <double*> malloc((longest + 2) * n_topics * sizeof(double))
+        # Per thread: phi for the longest document, N_d before and after a
+        # sweep, a proposal of phi for one word, the start and the
+        # document's counts.
+        phi = <double*> malloc((longest + 3) * n_topics * sizeof(double))
         start = <floating*> malloc((n_topics + longest + 1) * sizeof(floating))
         if phi == NULL or start == NULL:
             free(phi)
@@ -735,6 +738,7 @@ def infer_documents_collapsed(
                 raise MemoryError()
         topic_counts = phi + longest * n_topics
         proposal = topic_counts + n_topics
+        previous_counts = proposal + n_topics
         doc_counts = start + n_topics
         float_mode = _flush_subnormals()
         while True:
@@ -766,7 +770,7 @@ def infer_documents_collapsed(
                     topic_counts[k] += doc_counts[j] * phi[j * n_topics + k]
 
             for it in range(max_iter):
-                change = 0.0
+                memcpy(previous_counts, topic_counts, n_topics * sizeof(double))
                 for j in range(n_words):
                     beta = &mean_word_topic[indices[begin + j], 0]
                     own = min(doc_counts[j], 1.0)
@@ -778,10 +782,11 @@ def infer_documents_collapsed(
                     total = 1.0 / total
                     for k in range(n_topics):
                         updated = proposal[k] * total
-                        delta = doc_counts[j] * (updated - phi[j * n_topics + k])
-                        topic_counts[k] += delta
-                        change += fabs(delta)
+                        topic_counts[k] += doc_counts[j] * (updated - phi[j * n_topics + k])
                         phi[j * n_topics + k] = updated
+                change = 0.0
+                for k in range(n_topics):
+                    change += fabs(topic_counts[k] - previous_counts[k])
                 n_iter += 1
                 if change / n_topics < mean_change_tol:
                     break

@@ -72,6 +72,42 @@ def reference_local_step(X, topic_word, alpha, max_iter, tol, start=symmetric_st
     return gammas, statistic
 
 
+def reference_collapsed_step(
+    X, topic_word, alpha, max_iter, tol, start=symmetric_start
+):
+    """Per-document collapsed (CVB0) fixed point, in numpy.
+
+    Each word's responsibilities are proportional to E[beta_kw] times the
+    document's topic counts without one of its tokens, plus alpha; words
+    are updated one after the other. Returns gamma = alpha + N_d and the
+    summed statistic sum_d n_dw phi_dwk (K x V).
+    """
+    n_topics = topic_word.shape[0]
+    mean_beta = topic_word / topic_word.sum(axis=1, keepdims=True)
+    gammas = np.empty((X.shape[0], n_topics))
+    statistic = np.zeros(topic_word.shape)
+    for d in range(X.shape[0]):
+        words = X.indices[X.indptr[d] : X.indptr[d + 1]]
+        counts = X.data[X.indptr[d] : X.indptr[d + 1]]
+        beta_d = mean_beta[:, words].T
+        phi = beta_d * start(words, counts, n_topics, alpha)
+        phi /= phi.sum(axis=1, keepdims=True)
+        topic_counts = counts @ phi
+        for _ in range(max_iter):
+            previous = topic_counts.copy()
+            for j, count in enumerate(counts):
+                without = np.maximum(topic_counts - min(count, 1.0) * phi[j], 0.0)
+                updated = beta_d[j] * (without + alpha)
+                updated /= updated.sum()
+                topic_counts += count * (updated - phi[j])
+                phi[j] = updated
+            if np.mean(np.abs(topic_counts - previous)) < tol:
+                break
+        statistic[:, words] += (counts[:, None] * phi).T
+        gammas[d] = alpha + topic_counts
+    return gammas, statistic
+
+
 def fitted_model(X, dtype=np.float64, **params):
     model = SmoothedLDA(
         n_components=4, max_iter=2, batch_size=64, random_state=0, **params
@@ -106,6 +142,70 @@ def test_local_step_matches_reference(planted_corpus, kernel, tol, max_iter):
     dense = np.zeros_like(model.components_)
     dense[:, statistic.rows] = statistic.block.T * X.shape[0]
     assert_allclose(dense, statistic_ref, rtol=1e-8, atol=1e-12)
+
+
+@pytest.mark.parametrize("scale", [1.0, 0.4])
+@pytest.mark.parametrize("tol, max_iter", [(1e-3, 100), (0.0, 3)])
+def test_collapsed_step_matches_reference(planted_corpus, kernel, tol, max_iter, scale):
+    # A scale below one makes every count fractional: then less than one
+    # token is left out.
+    X = planted_corpus[0].astype(np.float64) * scale
+    model = fitted_model(
+        X, local_step="cvb0", max_doc_update_iter=max_iter, mean_change_tol=tol
+    )
+    alpha = 1 / model.n_components
+    gamma_ref = reference_collapsed_step(X, model.components_, alpha, max_iter, tol)[
+        0
+    ]
+    assert_allclose(model._infer(X).doc_topic, gamma_ref, rtol=1e-9)
+    assert_allclose(
+        model.transform(X), gamma_ref / gamma_ref.sum(axis=1, keepdims=True)
+    )
+
+    def random_start(words, counts, n_topics, alpha):
+        return kernel.document_start(
+            model._start_key(7),
+            words.astype(np.intp),
+            counts.astype(np.float64),
+            n_topics,
+            alpha,
+            START_SPREAD,
+        )
+
+    statistic_ref = reference_collapsed_step(
+        X, model.components_, alpha, max_iter, tol, start=random_start
+    )[1]
+    statistic = model._local_statistic(model._prepare_minibatch(X), Workers(1), draw=7)
+    dense = np.zeros_like(model.components_)
+    dense[:, statistic.rows] = statistic.block.T * X.shape[0]
+    assert_allclose(dense, statistic_ref, rtol=1e-9, atol=1e-12)
+
+
+def test_collapsed_step_leaves_out_the_words_own_token():
+    # One topic holds word 0 alone, the other spreads over words 0 and 1.
+    # A document of one token of word 0: counted with its own token, the
+    # first topic would take nearly all of it; left out, the document's
+    # counts are zero and the word's responsibilities are those of
+    # E[beta] and the symmetric prior alone.
+    topic_word = np.array([[9.0, 1e-6], [5.0, 5.0]])
+    model = SmoothedLDA(n_components=2, local_step="cvb0", random_state=0)
+    model.fit(sp.csr_matrix(np.array([[1.0, 1.0]])))
+    model._natural = np.ascontiguousarray(topic_word.T)
+    model._natural_totals = topic_word.sum(axis=1)
+    gamma = model._infer(sp.csr_matrix(np.array([[1.0, 0.0]]))).doc_topic[0]
+    mean_beta = topic_word[:, 0] / topic_word.sum(axis=1)
+    assert_allclose(gamma - 0.5, mean_beta / mean_beta.sum(), rtol=1e-12)
+
+
+def test_score_is_the_mean_field_bound_for_either_step(planted_corpus):
+    X = planted_corpus[0].astype(np.float64)
+    collapsed = fitted_model(X, local_step="cvb0")
+    mean_field = fitted_model(X, local_step="vb")
+    mean_field._natural = collapsed._natural
+    mean_field._natural_totals = collapsed._natural_totals
+    assert collapsed.score(X) == mean_field.score(X)
+    assert collapsed.perplexity(X) == mean_field.perplexity(X)
+    assert not np.allclose(collapsed.transform(X), mean_field.transform(X))
 
 
 def test_local_step_float32_close_to_float64(planted_corpus, kernel):
@@ -143,11 +243,12 @@ def test_exp_digamma_accuracy(kernel):
     assert_allclose(computed, np.exp(digamma(x)), rtol=1e-11)
 
 
-def test_results_do_not_depend_on_n_jobs(planted_corpus, kernel):
+@pytest.mark.parametrize("local_step", ["vb", "cvb0"])
+def test_results_do_not_depend_on_n_jobs(planted_corpus, kernel, local_step):
     X = planted_corpus[0]
-    reference = fitted_model(X, n_jobs=1)
+    reference = fitted_model(X, n_jobs=1, local_step=local_step)
     for n_jobs in (2, 3, -1):
-        other = fitted_model(X, n_jobs=n_jobs)
+        other = fitted_model(X, n_jobs=n_jobs, local_step=local_step)
         assert_array_equal(other.components_, reference.components_)
         assert_array_equal(other.transform(X), reference.transform(X))
 
