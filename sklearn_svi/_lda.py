@@ -597,7 +597,7 @@ _SHARED_PARAMETERS = """\
     topic_word_prior : float, default=None
         eta, the Dirichlet prior of the topics. None means
         ``1 / n_components``.
-    local_step : {"vb", "cvb0"}, default="vb"
+    local_step : {"vb", "cvb0"}, default="cvb0"
         How each document's topic proportions are fitted, in the updates and
         in ``transform``. ``"vb"`` is the mean-field fixed point of SVI
         (Hoffman et al. 2013), which weighs topic k of word w by
@@ -758,7 +758,7 @@ class SmoothedLDA(_OnlineLDA):
         learning_decay=0.7,
         doc_topic_prior=None,
         topic_word_prior=None,
-        local_step="vb",
+        local_step="cvb0",
         batch_size=128,
         max_iter=10,
         total_samples=1e6,
@@ -864,7 +864,7 @@ class AnnealedLDA(_OnlineLDA):
         learning_decay=0.7,
         doc_topic_prior=None,
         topic_word_prior=None,
-        local_step="vb",
+        local_step="cvb0",
         batch_size=128,
         max_iter=10,
         total_samples=1e6,
@@ -998,7 +998,7 @@ class FilteredLDA(_OnlineLDA):
         learning_decay=0.7,
         doc_topic_prior=None,
         topic_word_prior=None,
-        local_step="vb",
+        local_step="cvb0",
         batch_size=128,
         max_iter=10,
         total_samples=1e6,
