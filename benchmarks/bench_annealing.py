@@ -10,6 +10,9 @@ After the last epoch each model is scored by the held-out per-word log
 predictive probability (document completion, as in ``bench_lda.py``) and by
 its training ELBO per document. The fits are repeated for several seeds.
 
+Every model uses the mean-field local step (``local_step="vb"``), the
+step of the papers.
+
 Run ``python benchmarks/bench_annealing.py``.
 """
 
@@ -48,6 +51,7 @@ def make_models(b, n_train, n_epochs, seed):
     models : dict of str to estimator
     """
     common = dict(
+        local_step="vb",
         n_components=N_COMPONENTS,
         total_samples=n_train,
         learning_offset=10.0,

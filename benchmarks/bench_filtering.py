@@ -14,6 +14,9 @@ probability (document completion, as in ``bench_lda.py``) is measured every
 few updates, and each run is scored by the mean of its last 10% of
 measurements. The fits are repeated for several seeds.
 
+Every model uses the mean-field local step (``local_step="vb"``), the
+step of the papers.
+
 Run ``python benchmarks/bench_filtering.py``.
 """
 
@@ -53,6 +56,7 @@ def make_models(batch_size, n_train, seed):
     models : dict of str to estimator
     """
     common = dict(
+        local_step="vb",
         n_components=N_COMPONENTS,
         batch_size=batch_size,
         total_samples=n_train,

@@ -7,7 +7,9 @@ last epoch, each model is scored on the other 10% by document completion:
 the per-word log predictive probability of one half of each held-out
 document given the other half. The fits are repeated for several seeds (the
 initial topics and the order of the documents); the table shows the mean and
-the standard deviation over seeds. The memory of the smoothing window of
+the standard deviation over seeds. SmoothedLDA runs the mean-field local step
+of the other two (``local_step="vb"``), and once with its default collapsed
+step. The memory of the smoothing window of
 ``SmoothedLDA(L=10)`` is compared with dense storage of its statistics.
 
 Run ``python benchmarks/bench_lda.py``; ``--quick`` is a short smoke test.
@@ -252,8 +254,9 @@ def shared_settings(n_components, batch_size, n_train, seed):
 
 
 def plain_svi(n_jobs, **settings):
-    """``SmoothedLDA(L=1)`` on ``n_jobs`` threads (picklable through partial)."""
-    return SmoothedLDA(L=1, n_jobs=n_jobs, **settings)
+    """``SmoothedLDA(L=1)`` with the mean-field local step of scikit-learn and
+    gensim, on ``n_jobs`` threads (picklable through partial)."""
+    return SmoothedLDA(L=1, local_step="vb", n_jobs=n_jobs, **settings)
 
 
 def make_models(settings, n_features):
@@ -276,7 +279,10 @@ def make_models(settings, n_features):
             learning_method="online", n_jobs=1, **settings
         ),
         "SmoothedLDA L=1": plain_svi(1, **settings),
-        "SmoothedLDA L=10": SmoothedLDA(L=10, n_jobs=1, **settings),
+        "SmoothedLDA L=10": SmoothedLDA(L=10, local_step="vb", n_jobs=1, **settings),
+        "SmoothedLDA L=1 collapsed step": SmoothedLDA(
+            L=1, local_step="cvb0", n_jobs=1, **settings
+        ),
         "SmoothedLDA L=1 n_jobs=2": plain_svi(2, **settings),
         "scikit-learn online float32": Float32Input(
             LatentDirichletAllocation(learning_method="online", n_jobs=1, **settings)

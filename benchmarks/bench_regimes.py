@@ -16,6 +16,9 @@ plain SVI per seed):
   every update on all the documents with a step of 0.85, plain against
   annealed with M_t = 50 t; and online SVI+ with large minibatches of 1024.
 
+Every model uses the mean-field local step (``local_step="vb"``), the
+step of the papers.
+
 Run ``python benchmarks/bench_regimes.py PATH --column summary`` with a TSV
 file of short texts (one text per line without ``--column``).
 """
@@ -106,6 +109,7 @@ def smoothing(X, n_documents, n_seeds):
 
     def make_models(seed):
         common = dict(
+            local_step="vb",
             n_components=100,
             step_size=0.05,
             batch_size=64,
@@ -141,7 +145,11 @@ def filtering(texts, n_documents, n_seeds):
 
     def make_models(seed):
         common = dict(
-            n_components=50, batch_size=256, total_samples=n_total, random_state=seed
+            local_step="vb",
+            n_components=50,
+            batch_size=256,
+            total_samples=n_total,
+            random_state=seed,
         )
         return {
             "plain SVI: SmoothedLDA(L=1)": SmoothedLDA(L=1, **common),
@@ -170,6 +178,7 @@ def annealing(n_seeds):
 
     def batch_models(seed):
         common = dict(
+            local_step="vb",
             n_components=50,
             step_size=0.85,
             batch_size=n_train,
@@ -189,7 +198,11 @@ def annealing(n_seeds):
 
     def online_models(seed):
         common = dict(
-            n_components=50, batch_size=1024, total_samples=n_train, random_state=seed
+            local_step="vb",
+            n_components=50,
+            batch_size=1024,
+            total_samples=n_train,
+            random_state=seed,
         )
         return {
             "plain SVI, minibatches of 1024": SmoothedLDA(L=1, **common),

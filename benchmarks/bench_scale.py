@@ -3,7 +3,8 @@
 A user's first fit: each estimator with its defaults (only the number of
 topics, the minibatch size and the corpus size are set), the other filters,
 SVI+ with a fixed M, the filters as published (the papers' prior variance
-and moment estimates, no warm-up), plain SVI (``SmoothedLDA(L=1)``) and scikit-learn's
+and moment estimates, no warm-up), plain SVI (``SmoothedLDA(L=1)``, with the
+default collapsed local step and with the mean-field one) and scikit-learn's
 online LDA, all on the same minibatches of the same shuffled documents, one thread
 each. The corpus is a text file given on the command line (one text per
 line, or a column of a tab-separated file with a header) or one of the
@@ -78,6 +79,7 @@ def make_models(n_components, batch_size, n_train, seed):
     )
     return {
         REFERENCE: SmoothedLDA(L=1, **common),
+        "plain SVI, mean-field step": SmoothedLDA(L=1, local_step="vb", **common),
         "scikit-learn online": LatentDirichletAllocation(
             learning_method="online", **common
         ),
