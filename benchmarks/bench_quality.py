@@ -206,6 +206,20 @@ def make_runs(X_train, n_components, batch_size, seed, max_seconds):
     return runs
 
 
+def scored_checkpoints(checkpoints, budgets):
+    """The checkpoints worth scoring: the last one before each budget and
+    before each time of a geometric ladder (0.1 s, 0.15 s, ...), and the
+    last one. Scoring every quarter epoch of a fast model would cost more
+    than its fit."""
+    marks = sorted({*budgets, *(0.1 * 1.5**n for n in range(20))})
+    pending = None
+    for seconds, topic_word in checkpoints:
+        if pending is not None and any(pending[0] <= mark < seconds for mark in marks):
+            yield pending
+        pending = (seconds, topic_word.copy())
+    yield pending
+
+
 def score_at_budgets(curve, budgets):
     """The score of the last checkpoint within each budget (None if none)."""
     return [
@@ -279,11 +293,13 @@ def main(argv=None):
             max(args.budgets) * 1.05,
         )
         for label, checkpoints in runs.items():
-            curve = []
             with threadpool_limits(limits=1):
-                for seconds, topic_word in checkpoints:
-                    score = held_out_log_predictive(topic_word, completion, alpha)
-                    curve.append((seconds, score))
+                curve = [
+                    (seconds, held_out_log_predictive(topic_word, completion, alpha))
+                    for seconds, topic_word in scored_checkpoints(
+                        checkpoints, args.budgets
+                    )
+                ]
             curves.setdefault(label, []).append(curve)
             print(f"seed {seed} {label}: {curve[-1][1]:.4f} ({curve[-1][0]:.1f} s)")
 
