@@ -765,7 +765,7 @@ degrees_of_freedom_prior_, covariance_prior_
         self.converged_ = False
         self.lower_bound_ = -np.inf
 
-    def _after_update(self):
+    def _after_update(self, rho):
         self._update_attributes()
 
     def _after_pass(self):

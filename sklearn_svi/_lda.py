@@ -14,7 +14,7 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import gammaln, psi
+from scipy.special import gammaln, polygamma, psi
 from sklearn.base import (
     BaseEstimator,
     ClassNamePrefixFeaturesOutMixin,
@@ -104,17 +104,70 @@ def _dirichlet_expectation(parameters):
     return psi(parameters) - psi(parameters.sum(axis=1))[:, np.newaxis]
 
 
-def _dirichlet_term(prior, parameters, n_categories):
+def _dirichlet_term(prior, parameters):
     """The Dirichlet part of the ELBO, E[log p(x | prior)] - E[log q(x)].
 
-    Summed over the rows of ``parameters`` (Hoffman et al. 2013, eq. 30-31).
+    Summed over the rows of ``parameters``; ``prior`` is a scalar or a row
+    (Hoffman et al. 2013, eq. 30-31).
     """
+    prior = np.broadcast_to(prior, parameters.shape[1:])
     expectation = _dirichlet_expectation(parameters)
     return (
         np.sum((prior - parameters) * expectation)
         + np.sum(gammaln(parameters) - gammaln(prior))
-        + np.sum(gammaln(prior * n_categories) - gammaln(parameters.sum(axis=1)))
+        + np.sum(gammaln(prior.sum()) - gammaln(parameters.sum(axis=1)))
     )
+
+
+def _dirichlet_newton_direction(prior, mean_log):
+    """The Newton direction of a Dirichlet prior's log-likelihood.
+
+    For rows x_d ~ Dirichlet(prior) with mean E[log x_dk] = ``mean_log``,
+    the per-row log-likelihood has the gradient g_k = psi(sum_j a_j) -
+    psi(a_k) + mean_log_k and the Hessian diag(q) + z 1 1^T, q_k =
+    -psi'(a_k), z = psi'(sum_j a_j), whose inverse applied to g is
+    (g_k - b) / q_k with b = sum_j (g_j / q_j) / (1 / z + sum_j 1 / q_j)
+    (Minka 2000, "Estimating a Dirichlet distribution", eq. 18).
+    """
+    gradient = psi(prior.sum()) - psi(prior) + mean_log
+    curvature = -polygamma(1, prior)
+    shared = np.sum(gradient / curvature) / (
+        1.0 / polygamma(1, prior.sum()) + np.sum(1.0 / curvature)
+    )
+    return (gradient - shared) / curvature
+
+
+def _positive_step(value, direction, rho):
+    """value - rho direction, with rho halved until every entry is positive."""
+    for _ in range(60):
+        updated = value - rho * direction
+        if np.all(updated > 0):
+            return updated
+        rho /= 2.0
+    return value
+
+
+def _symmetric_dirichlet_maximum(eta, n_rows, n_categories, log_sum):
+    """The symmetric prior eta that maximises the topics' Dirichlet term.
+
+    f(eta) = n_rows (log Gamma(V eta) - V log Gamma(eta)) + (eta - 1)
+    ``log_sum``, with V = ``n_categories`` and ``log_sum`` the sum of
+    E[log beta_kw] over the topics and words, is concave; Newton's method
+    from ``eta`` (Hoffman, Blei & Bach 2010).
+    """
+    for _ in range(100):
+        gradient = n_rows * n_categories * (psi(n_categories * eta) - psi(eta))
+        gradient += log_sum
+        curvature = (
+            n_rows
+            * n_categories
+            * (n_categories * polygamma(1, n_categories * eta) - polygamma(1, eta))
+        )
+        updated = float(_positive_step(np.array(eta), gradient / curvature, 1.0))
+        if abs(updated - eta) <= 1e-12 * eta:
+            return updated
+        eta = updated
+    return eta
 
 
 def _select_kernel():
@@ -168,8 +221,16 @@ class _OnlineLDA(
     _parameter_constraints: dict = {
         **OnlineUpdateMixin._online_parameter_constraints,
         "n_components": [Interval(Integral, 1, None, closed="left")],
-        "doc_topic_prior": [None, Interval(Real, 0, None, closed="neither")],
-        "topic_word_prior": [None, Interval(Real, 0, None, closed="neither")],
+        "doc_topic_prior": [
+            None,
+            Interval(Real, 0, None, closed="neither"),
+            StrOptions({"auto"}),
+        ],
+        "topic_word_prior": [
+            None,
+            Interval(Real, 0, None, closed="neither"),
+            StrOptions({"auto"}),
+        ],
         "local_step": [StrOptions({"vb", "cvb0"})],
         "max_doc_update_iter": [Interval(Integral, 1, None, closed="left")],
         "mean_change_tol": [Interval(Real, 0, None, closed="left")],
@@ -177,19 +238,37 @@ class _OnlineLDA(
         "n_jobs": [None, Integral],
     }
 
-    # -- parameters resolved from the constructor ------------------------------
+    # -- the priors --------------------------------------------------------------
 
-    @property
-    def _alpha(self):
-        if self.doc_topic_prior is None:
-            return 1.0 / self.n_components
-        return self.doc_topic_prior
+    def _initial_prior(self, prior):
+        """The starting value of a prior parameter: 1 / K for None or "auto"."""
+        return 1.0 / self.n_components if prior in (None, "auto") else float(prior)
 
-    @property
-    def _eta(self):
-        if self.topic_word_prior is None:
-            return 1.0 / self.n_components
-        return self.topic_word_prior
+    def _learn_doc_topic_prior(self, rho):
+        """Move alpha by a step ``rho`` of Newton's direction for the
+        minibatch's E[log theta] (Hoffman, Blei & Bach 2010)."""
+        direction = _dirichlet_newton_direction(
+            self.doc_topic_prior_, self._minibatch_log_theta
+        )
+        self.doc_topic_prior_ = _positive_step(self.doc_topic_prior_, direction, rho)
+
+    def _learn_topic_word_prior(self):
+        """Set eta to the symmetric prior that maximises the topics' term of
+        the ELBO at the current lambda."""
+        # sum_kw E[log beta_kw] = sum_kw psi(lambda_kw) - V sum_k psi(sum_w lambda_kw)
+        log_sum = float(np.sum(psi(self._natural), dtype=np.float64))
+        log_sum -= len(self._natural) * float(np.sum(psi(self._natural_totals)))
+        self.topic_word_prior_ = _symmetric_dirichlet_maximum(
+            self.topic_word_prior_, self.n_components, len(self._natural), log_sum
+        )
+
+    def _after_update(self, rho):
+        if self.doc_topic_prior == "auto":
+            self._learn_doc_topic_prior(rho)
+
+    def _after_pass(self):
+        if self.topic_word_prior == "auto":
+            self._learn_topic_word_prior()
 
     # -- input validation --------------------------------------------------------
 
@@ -224,6 +303,10 @@ class _OnlineLDA(
         topic_word = random_state.gamma(100.0, 0.01, (self.n_components, X.shape[1]))
         # The seed of the documents' random starts in the updates (``_start_key``).
         self._start_seed = int(random_state.randint(2**63, dtype=np.int64))
+        self.doc_topic_prior_ = np.full(
+            self.n_components, self._initial_prior(self.doc_topic_prior)
+        )
+        self.topic_word_prior_ = self._initial_prior(self.topic_word_prior)
         return np.ascontiguousarray(topic_word.T, dtype=X.dtype)
 
     def _start_key(self, draw):
@@ -236,7 +319,7 @@ class _OnlineLDA(
         return int(np.random.SeedSequence(entropy).generate_state(1, np.uint64)[0])
 
     def _prior_natural(self):
-        return self._eta
+        return self.topic_word_prior_
 
     def _prepare_minibatch(self, X_batch):
         """The minibatch's documents with their words renumbered."""
@@ -252,6 +335,13 @@ class _OnlineLDA(
         local = self._local_step(
             documents, workers, self._start_key(draw), index_words=True
         )
+        if self.doc_topic_prior == "auto":
+            # E[log theta_d], averaged with the documents' weights.
+            self._minibatch_log_theta = np.average(
+                _dirichlet_expectation(local.doc_topic.astype(np.float64)),
+                axis=0,
+                weights=sample_weight,
+            )
         documents = local.documents
         statistic = np.empty_like(local.word_topic)
         dtype = statistic.dtype
@@ -292,7 +382,7 @@ class _OnlineLDA(
             workers.run(
                 _raise_to_floor,
                 [
-                    (self._natural, self._eta, span)
+                    (self._natural, self.topic_word_prior_, span)
                     for span in workers.row_blocks(len(self._natural))
                 ],
             )
@@ -381,7 +471,7 @@ class _OnlineLDA(
     def _local_arguments(self, start_key):
         """The local step's arguments after the documents and their outputs."""
         return (
-            float(self._alpha),
+            self.doc_topic_prior_.astype(self._natural.dtype),
             self.max_doc_update_iter,
             float(self.mean_change_tol),
             0.0 if start_key is None else START_SPREAD,
@@ -472,13 +562,11 @@ class _OnlineLDA(
         word_term = np.sum(
             counts[nonzero] * np.log(counts[nonzero] / local.count_ratio[nonzero])
         )
-        return word_term + _dirichlet_term(
-            self._alpha, local.doc_topic, self.n_components
-        )
+        return word_term + _dirichlet_term(self.doc_topic_prior_, local.doc_topic)
 
     def _topic_bound(self):
         """The topics' terms of the ELBO (Hoffman et al. 2013, eq. 31)."""
-        return _dirichlet_term(self._eta, self.components_, self.components_.shape[1])
+        return _dirichlet_term(self.topic_word_prior_, self.components_)
 
     def _infer(self, X, collapsed=None):
         """The local step on X with the estimator's own threads."""
@@ -591,12 +679,19 @@ class _OnlineLDA(
 
 
 _SHARED_PARAMETERS = """\
-    doc_topic_prior : float, default=None
+    doc_topic_prior : float or "auto", default=None
         alpha, the Dirichlet prior of the topic proportions. None means
-        ``1 / n_components``.
-    topic_word_prior : float, default=None
+        ``1 / n_components``. ``"auto"`` starts there and learns an
+        asymmetric prior, one value per topic: after every update, a step of
+        Newton's method on the minibatch's proportions, as long as the
+        update's own step (empirical Bayes, Hoffman, Blei & Bach 2010).
+    topic_word_prior : float or "auto", default=None
         eta, the Dirichlet prior of the topics. None means
-        ``1 / n_components``.
+        ``1 / n_components``. ``"auto"`` starts there and learns a symmetric
+        prior: after every pass of ``fit`` and every ``partial_fit``, the
+        value that maximises the topics' term of the ELBO at the current
+        topics (once per pass because it needs the digamma of all of
+        lambda).
     local_step : {"vb", "cvb0"}, default="cvb0"
         How each document's topic proportions are fitted, in the updates and
         in ``transform``. ``"vb"`` is the mean-field fixed point of SVI
@@ -654,6 +749,10 @@ _SHARED_ATTRIBUTES = """\
         normalised rows are the topic-word distributions.
     exp_dirichlet_component_ : ndarray of shape (n_components, n_features)
         exp E[log beta].
+    doc_topic_prior_ : ndarray of shape (n_components,)
+        alpha, learned if ``doc_topic_prior="auto"``.
+    topic_word_prior_ : float
+        eta, learned if ``topic_word_prior="auto"``.
     n_batch_iter_ : int
         Number of minibatch updates made.
     n_iter_ : int

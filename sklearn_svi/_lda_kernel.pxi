@@ -143,27 +143,31 @@ cdef extern from *:
 cdef inline void _start_gamma(
     floating* gamma,
     Py_ssize_t n_topics,
-    double mass,
+    const floating* prior,
+    double share,
     double spread,
     unsigned long long stream,
 ) noexcept nogil:
-    """gamma_k = mass exp(spread z_k), z_k ~ N(0, 1) the values of ``stream``.
+    """gamma_k = (alpha_k + share) exp(spread z_k), z_k ~ N(0, 1) the values
+    of ``stream``.
 
     The normal values come in pairs from pairs of uniforms (Box-Muller);
-    with ``spread`` 0 the start is the symmetric gamma_k = mass.
+    with ``spread`` 0 the start is gamma_k = alpha_k + share.
     """
     cdef Py_ssize_t k
     cdef double radius, angle
     if spread == 0.0:
         for k in range(n_topics):
-            gamma[k] = <floating> mass
+            gamma[k] = <floating> (prior[k] + share)
         return
     for k in range(0, n_topics, 2):
         radius = spread * sqrt(-2.0 * log(_uniform(stream, k)))
         angle = 6.283185307179586 * _uniform(stream, k + 1)
-        gamma[k] = <floating> (mass * _exp(radius * cos(angle)))
+        gamma[k] = <floating> ((prior[k] + share) * _exp(radius * cos(angle)))
         if k + 1 < n_topics:
-            gamma[k + 1] = <floating> (mass * _exp(radius * sin(angle)))
+            gamma[k + 1] = <floating> (
+                (prior[k + 1] + share) * _exp(radius * sin(angle))
+            )
 
 
 cdef inline unsigned long long _document_stream(
@@ -190,8 +194,7 @@ def document_start(
     unsigned long long key,
     const Py_ssize_t[::1] words,
     const double[::1] counts,
-    Py_ssize_t n_topics,
-    double doc_topic_prior,
+    const double[::1] doc_topic_prior,
     double spread,
 ):
     """The initial gamma that ``infer_documents`` gives a document.
@@ -204,9 +207,7 @@ def document_start(
         The document's vocabulary indices, in the order of its CSR row.
     counts : ndarray of shape (n_words,)
         The document's word counts.
-    n_topics : int
-        Number of topics.
-    doc_topic_prior : float
+    doc_topic_prior : ndarray of shape (n_topics,)
         alpha.
     spread : float
         Standard deviation of log gamma_k.
@@ -219,13 +220,15 @@ def document_start(
     cdef Py_ssize_t[::1] positions = np.arange(n_words, dtype=np.intp)
     # One spare value, so that an empty document's counts have an address.
     cdef double[::1] document_counts = np.append(np.asarray(counts), 0.0)
+    cdef Py_ssize_t n_topics = doc_topic_prior.shape[0]
     cdef double length = np.sum(counts)
     gamma = np.empty(n_topics, dtype=np.float64)
     cdef double[::1] view = gamma
     _start_gamma(
         &view[0],
         n_topics,
-        doc_topic_prior + length / n_topics,
+        &doc_topic_prior[0],
+        length / n_topics,
         spread,
         _document_stream(key, words, positions, &document_counts[0], 0, n_words),
     )
@@ -663,7 +666,7 @@ def infer_documents_collapsed(
     const floating[::1] counts,
     floating[:, ::1] doc_topic,
     floating[:, ::1] responsibility,
-    double doc_topic_prior,
+    const floating[::1] doc_topic_prior,
     Py_ssize_t max_iter,
     double mean_change_tol,
     double start_spread,
@@ -677,7 +680,7 @@ def infer_documents_collapsed(
     the document's expected topic counts N_dk = sum_w n_dw phi_dwk, a sweep
     over the words sets, one word after the other,
 
-        phi_dwk  proportional to  E[beta_kw] (N_dk - c phi_dwk + alpha),
+        phi_dwk  proportional to  E[beta_kw] (N_dk - c phi_dwk + alpha_k),
 
     where c = min(n_dw, 1): the counts of the document without one token of
     w, as in the zero-order collapsed variational update (Asuncion et al.
@@ -711,7 +714,7 @@ def infer_documents_collapsed(
     cdef Py_ssize_t n_iter = 0
     cdef bint keep_responsibility = responsibility.shape[0] > 0
     cdef unsigned int float_mode
-    cdef double alpha = doc_topic_prior
+    cdef const floating* alpha = &doc_topic_prior[0]
     cdef double change, length, total, own, updated
     cdef unsigned long long stream
     cdef double* phi
@@ -755,7 +758,7 @@ def infer_documents_collapsed(
             stream = _document_stream(
                 start_key, words, indices, doc_counts, begin, n_words
             )
-            _start_gamma(start, n_topics, alpha + length / n_topics, start_spread, stream)
+            _start_gamma(start, n_topics, alpha, length / n_topics, start_spread, stream)
             for k in range(n_topics):
                 topic_counts[k] = 0.0
             for j in range(n_words):
@@ -777,7 +780,7 @@ def infer_documents_collapsed(
                     total = 0.0
                     for k in range(n_topics):
                         updated = topic_counts[k] - own * phi[j * n_topics + k]
-                        proposal[k] = beta[k] * (max(updated, 0.0) + alpha)
+                        proposal[k] = beta[k] * (max(updated, 0.0) + alpha[k])
                         total += proposal[k]
                     total = 1.0 / total
                     for k in range(n_topics):
@@ -791,7 +794,7 @@ def infer_documents_collapsed(
                 if change / n_topics < mean_change_tol:
                     break
             for k in range(n_topics):
-                doc_topic[d, k] = <floating> (alpha + max(topic_counts[k], 0.0))
+                doc_topic[d, k] = <floating> (alpha[k] + max(topic_counts[k], 0.0))
             if keep_responsibility:
                 for j in range(n_words):
                     for k in range(n_topics):
@@ -813,7 +816,7 @@ def infer_documents(
     floating[:, ::1] doc_topic,
     floating[:, ::1] exp_doc_topic,
     floating[::1] count_ratio,
-    double doc_topic_prior,
+    const floating[::1] doc_topic_prior,
     Py_ssize_t max_iter,
     double mean_change_tol,
     double start_spread,
@@ -845,14 +848,14 @@ def infer_documents(
         Output: exp E[log theta] at the final gamma.
     count_ratio : ndarray of shape (nnz,)
         Output: n_dw / norm_dw at the final gamma, aligned with ``counts``.
-    doc_topic_prior : float
+    doc_topic_prior : ndarray of shape (n_topics,)
         alpha.
     max_iter : int
         Maximum number of fixed-point iterations per document.
     mean_change_tol : float
         Stop when the mean absolute change of gamma is below this value.
     start_spread : float
-        Document d starts from gamma_dk = (alpha + n_d / n_topics)
+        Document d starts from gamma_dk = (alpha_k + n_d / n_topics)
         exp(start_spread z_dk), with z_dk standard normal values from a
         stream numbered by ``start_key`` and the document's words and counts
         (``document_start``): a document's start depends on nothing else.
@@ -879,7 +882,7 @@ def infer_documents(
     cdef Py_ssize_t n_iter = 0
     cdef unsigned int float_mode
     cdef floating eps = FLT_EPSILON if floating is float else DBL_EPSILON
-    cdef floating alpha = <floating> doc_topic_prior
+    cdef const floating* alpha = &doc_topic_prior[0]
     cdef size_t row_bytes = n_topics * sizeof(floating)
     cdef floating updated
     cdef double change, length
@@ -953,7 +956,7 @@ def infer_documents(
             stream = _document_stream(
                 start_key, words, indices, doc_counts, begin, n_words
             )
-            _start_gamma(gamma, n_topics, alpha + length / n_topics, start_spread, stream)
+            _start_gamma(gamma, n_topics, alpha, length / n_topics, start_spread, stream)
 
             for it in range(max_iter):
                 # gamma_dk = alpha + sum_w n_dw phi_dwk (Hoffman et al. 2013,
@@ -962,7 +965,7 @@ def infer_documents(
                 _sweep(block, exp_theta, doc_counts, ratio, topic_sum, n_rows, n_padded, eps)
                 change = 0.0
                 for k in range(n_topics):
-                    updated = alpha + exp_theta[k] * topic_sum[k]
+                    updated = alpha[k] + exp_theta[k] * topic_sum[k]
                     change += fabs(updated - gamma[k])
                     gamma[k] = updated
                 n_iter += 1

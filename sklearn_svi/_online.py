@@ -78,8 +78,8 @@ class OnlineUpdateMixin:
     It may also implement ``_prepare_minibatch(X_batch)``, the rows of a
     minibatch in the form its local step takes (they are prepared on a
     helper thread while the previous minibatch is processed, so it must only
-    read ``X_batch``), ``_after_update()``, called after every update of
-    lambda, ``_after_pass()``, after every pass of ``fit`` and every
+    read ``X_batch``), ``_after_update(rho)``, called after every update of
+    lambda with its step size, ``_after_pass()``, after every pass of ``fit`` and every
     ``partial_fit``, and ``_after_fit(converged)``.
     Smoothing and annealing are switched on by the estimator's parameters
     ``L`` and ``M`` (with ``M_growth``) when it has them.
@@ -172,8 +172,8 @@ class OnlineUpdateMixin:
         """The minibatch in the form ``_local_statistic`` takes: X_batch itself."""
         return X_batch
 
-    def _after_update(self):
-        """Hook run after each update of lambda."""
+    def _after_update(self, rho):
+        """Hook run after each update of lambda, whose step size was ``rho``."""
 
     def _after_pass(self):
         """Hook run after each pass of ``fit`` and each ``partial_fit``."""
@@ -245,7 +245,7 @@ class OnlineUpdateMixin:
             if projected:
                 self.n_projected_ += projected
                 self._natural_totals = self._sum_natural(workers)
-        self._after_update()
+        self._after_update(rho)
 
         self._record_step_size(rho)
         if self.evaluate_every > 0 and self.n_batch_iter_ % self.evaluate_every == 0:

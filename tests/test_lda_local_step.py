@@ -132,8 +132,7 @@ def test_local_step_matches_reference(planted_corpus, kernel, tol, max_iter):
             model._start_key(7),
             words.astype(np.intp),
             counts.astype(np.float64),
-            n_topics,
-            alpha,
+            np.full(n_topics, alpha),
             START_SPREAD,
         )
 
@@ -156,9 +155,7 @@ def test_collapsed_step_matches_reference(planted_corpus, kernel, tol, max_iter,
         X, local_step="cvb0", max_doc_update_iter=max_iter, mean_change_tol=tol
     )
     alpha = 1 / model.n_components
-    gamma_ref = reference_collapsed_step(X, model.components_, alpha, max_iter, tol)[
-        0
-    ]
+    gamma_ref = reference_collapsed_step(X, model.components_, alpha, max_iter, tol)[0]
     assert_allclose(model._infer(X).doc_topic, gamma_ref, rtol=1e-9)
     assert_allclose(
         model.transform(X), gamma_ref / gamma_ref.sum(axis=1, keepdims=True)
@@ -169,8 +166,7 @@ def test_collapsed_step_matches_reference(planted_corpus, kernel, tol, max_iter,
             model._start_key(7),
             words.astype(np.intp),
             counts.astype(np.float64),
-            n_topics,
-            alpha,
+            np.full(n_topics, alpha),
             START_SPREAD,
         )
 
@@ -341,7 +337,7 @@ def test_document_start_is_log_normal_around_the_fixed_points_mass(kernel):
             words = np.sort(rng.choice(1000, size=rng.integers(1, 20), replace=False))
             counts = rng.integers(1, 4, size=words.size).astype(np.float64)
             gamma = kernel.document_start(
-                key, words, counts, n_topics, alpha, START_SPREAD
+                key, words, counts, np.full(n_topics, alpha), START_SPREAD
             )
             mass = alpha + counts.sum() / n_topics
             draws.append(np.log(gamma / mass) / START_SPREAD)
@@ -361,7 +357,7 @@ def test_document_start_depends_on_key_and_document_only(kernel):
     counts = np.array([1.0, 2.0, 1.0])
 
     def start(key, words=words, counts=counts):
-        return kernel.document_start(key, words, counts, 8, 0.1, START_SPREAD)
+        return kernel.document_start(key, words, counts, np.full(8, 0.1), START_SPREAD)
 
     assert_array_equal(start(5), start(5))
     assert not np.allclose(start(5), start(6))
