@@ -5,10 +5,10 @@ the Gaussian filter and Ranganath et al.'s adaptive rate, against plain SVI
 with the Robbins-Monro schedule (kappa = 0.7, tau_0 = 1000) and with a
 constant step size from 1e-1 to 1e-5, the best of which is chosen in
 hindsight. The filters run with the package's defaults (bias-corrected
-estimates of the drift and the noise, prior variance 0, a warm-up
-bounded by the Robbins-Monro schedule), and the t filter and the adaptive
+estimates of the drift and the noise, prior variance 0, steps bounded below
+by the Robbins-Monro schedule), and the t filter and the adaptive
 rate also as published (plain moment estimates, the paper's prior variance
-1e3, no warm-up). Every model sees the
+1e3, no lower bound of the step). Every model sees the
 same documents in the same order. The held-out per-word log predictive
 probability (document completion, as in ``bench_lda.py``) is measured every
 few updates, and each run is scored by the mean of its last 10% of
@@ -67,13 +67,13 @@ def make_models(batch_size, n_train, seed):
         "Student's t filter": FilteredLDA(filter="student-t", **common),
         "Gaussian filter": FilteredLDA(filter="gaussian", **common),
         "Adaptive, published": FilteredLDA(
-            bias_correction=False, warm_up_updates=0, **common
+            bias_correction=False, min_step_size=None, **common
         ),
         "Student's t filter, published": FilteredLDA(
             filter="student-t",
             prior_variance=1e3,
             bias_correction=False,
-            warm_up_updates=0,
+            min_step_size=None,
             **common,
         ),
         REFERENCE: SmoothedLDA(

@@ -3,7 +3,7 @@
 A user's first fit: each estimator with its defaults (only the number of
 topics, the minibatch size and the corpus size are set), the other filters,
 SVI+ with a fixed M, the filters as published (the papers' prior variance
-and moment estimates, no warm-up), plain SVI (``SmoothedLDA(L=1)``, with the
+and moment estimates, no lower bound of the step), plain SVI (``SmoothedLDA(L=1)``, with the
 default collapsed local step and with the mean-field one) and scikit-learn's
 online LDA, all on the same minibatches of the same shuffled documents, one thread
 each. The corpus is a text file given on the command line (one text per
@@ -93,11 +93,11 @@ def make_models(n_components, batch_size, n_train, seed):
             filter="student-t",
             prior_variance=1e3,
             bias_correction=False,
-            warm_up_updates=0,
+            min_step_size=None,
             **common,
         ),
         "FilteredLDA adaptive, published": FilteredLDA(
-            bias_correction=False, warm_up_updates=0, **common
+            bias_correction=False, min_step_size=None, **common
         ),
     }
 

@@ -158,10 +158,10 @@ class SVIGaussianMixture(DensityMixin, OnlineUpdateMixin, BaseEstimator):
     bias_correction : bool, default=True
         Correct the filters' estimates of the drift and the noise for the
         noise of their moving averages, as in :class:`FilteredLDA`.
-    warm_up_updates : int, default=20
-        The filters' step size of each of the first ``warm_up_updates``
-        updates is at most the Robbins-Monro step, as in
-        :class:`FilteredLDA`; 0 gives the published filters.
+    min_step_size : "robbins-monro", float or None, default=None
+        A lower bound of the filters' step size, as in :class:`FilteredLDA`.
+        None, the published filters, is the default here: the filters
+        matched the Robbins-Monro schedule on mixtures without it.
     L : int, default=1
         Length of the smoothing window; 1 is no smoothing.
     M : int, default=None
@@ -321,7 +321,7 @@ degrees_of_freedom_prior_, covariance_prior_
         prior_variance=0.0,
         prior_dof=3,
         bias_correction=True,
-        warm_up_updates=20,
+        min_step_size=None,
         L=1,
         M=None,
         M_growth=0.0,
@@ -351,7 +351,7 @@ degrees_of_freedom_prior_, covariance_prior_
         self.prior_variance = prior_variance
         self.prior_dof = prior_dof
         self.bias_correction = bias_correction
-        self.warm_up_updates = warm_up_updates
+        self.min_step_size = min_step_size
         self.L = L
         self.M = M
         self.M_growth = M_growth

@@ -454,11 +454,11 @@ class FilteredStepSize:
     true: the online update forms lambda^ as an array for it, which it does
     not for the schedules.
 
-    During a warm-up (the package's variant) the step of each of the first
-    ``warm_up_updates`` updates is at most that of the ``warm_up`` schedule.
-    Far from the optimum the filters' first gains are large, which commits
-    the topics to the first minibatches; the window then follows the step
-    actually taken.
+    With a ``floor`` (the package's variant) the step is never below that
+    floor's step of the same update: the filter can raise the step above a
+    schedule when the targets disagree with lambda more than their noise
+    explains, but not lower it. The window then follows the step actually
+    taken.
 
     Parameters
     ----------
@@ -472,10 +472,8 @@ class FilteredStepSize:
         Number of minibatches of the start.
     corrected : bool, default=True
         Whether Q and R are corrected for the noise of the average.
-    warm_up : RobbinsMonroStepSize or None, default=None
-        The schedule that bounds the step during the warm-up.
-    warm_up_updates : int, default=0
-        Number of updates of the warm-up; 0 is none.
+    floor : RobbinsMonroStepSize, ConstantStepSize or None, default=None
+        The schedule whose steps bound the step from below; None for none.
     """
 
     observes_target = True
@@ -487,14 +485,12 @@ class FilteredStepSize:
         dtype,
         monte_carlo_batches,
         corrected=True,
-        warm_up=None,
-        warm_up_updates=0,
+        floor=None,
     ):
         self.filter = filter
         self.monte_carlo_batches = monte_carlo_batches
         self.corrected = corrected
-        self.warm_up = warm_up
-        self.warm_up_updates = warm_up_updates
+        self.floor = floor
         self.mean_difference = np.zeros(shape, dtype=dtype)
         self.mean_squared_norm = 0.0
         self.weight_square_sum = 0.0
@@ -541,8 +537,8 @@ class FilteredStepSize:
         """
         squared_distance = self._observe(target, current, workers)
         rho = self.filter.gain(self.drift, self.noise, squared_distance)
-        if step <= self.warm_up_updates:
-            rho = min(rho, self.warm_up(step, target, current))
+        if self.floor is not None:
+            rho = max(rho, self.floor(step, target, current))
         self.window = (1.0 - rho) * self.window + 1.0
         return rho
 

@@ -89,7 +89,7 @@ class OnlineUpdateMixin:
     by the mixin, and so are ``step_size``, ``learning_offset`` and
     ``learning_decay`` by the default ``_make_step_size`` and
     ``prior_variance``, ``prior_dof``, ``bias_correction``,
-    ``warm_up_updates``, ``learning_offset`` and ``learning_decay`` by
+    ``min_step_size``, ``learning_offset`` and ``learning_decay`` by
     ``_filtered_step_size``. The ``n_jobs`` threads run the model's local
     step and every row-wise array operation of the update.
     """
@@ -117,7 +117,11 @@ class OnlineUpdateMixin:
         "prior_variance": [Interval(Real, 0, None, closed="left")],
         "prior_dof": [Interval(Real, 2, None, closed="neither")],
         "bias_correction": ["boolean"],
-        "warm_up_updates": [Interval(Integral, 0, None, closed="left")],
+        "min_step_size": [
+            None,
+            StrOptions({"robbins-monro"}),
+            Interval(Real, 0, 1, closed="right"),
+        ],
     }
 
     def _window_length(self):
@@ -164,9 +168,16 @@ class OnlineUpdateMixin:
             self._natural.dtype,
             MONTE_CARLO_BATCHES,
             corrected=self.bias_correction,
-            warm_up=RobbinsMonroStepSize(self.learning_offset, self.learning_decay),
-            warm_up_updates=self.warm_up_updates,
+            floor=self._step_size_floor(),
         )
+
+    def _step_size_floor(self):
+        """The schedule that ``min_step_size`` names, or None."""
+        if self.min_step_size is None:
+            return None
+        if self.min_step_size == "robbins-monro":
+            return RobbinsMonroStepSize(self.learning_offset, self.learning_decay)
+        return ConstantStepSize(self.min_step_size)
 
     def _prepare_minibatch(self, X_batch):
         """The minibatch in the form ``_local_statistic`` takes: X_batch itself."""

@@ -205,11 +205,14 @@ def test_batch_mode_with_annealing_ends_as_batch_vb(planted_corpus):
 
 
 def test_default_schedule_ends_as_plain_svi():
-    # The default is the paper's M_t = 50 t: with minibatches of 128 the
-    # first two updates are annealed and every later one is plain SVI. A
-    # fixed M would keep the noise of M documents to the end of the run.
-    annealing = AnnealedLDA(batch_size=128)._make_annealing()
+    # The default, M_t = 64 t: minibatches of 128 get the noise of 64
+    # documents in the first update and none later, minibatches of 256
+    # noise in the first three. A fixed M would keep the noise of M
+    # documents to the end.
+    annealing = AnnealedLDA()._make_annealing()
     rng = np.random.RandomState(0)
-    assert annealing(128, 1, rng) is not None
-    assert annealing(128, 2, rng) is not None
-    assert all(annealing(128, step, rng) is None for step in range(3, 200))
+    weights = annealing(128, 1, rng)
+    assert weights is not None and weights.var() == pytest.approx(1.0, rel=0.3)
+    assert all(annealing(128, step, rng) is None for step in range(2, 200))
+    assert all(annealing(256, step, rng) is not None for step in (1, 2, 3))
+    assert all(annealing(256, step, rng) is None for step in range(4, 200))

@@ -134,7 +134,7 @@ def test_grid_search_over_filter_and_prior_variance(planted_corpus):
             n_components=4,
             max_iter=2,
             batch_size=50,
-            warm_up_updates=0,
+            min_step_size=None,
             random_state=0,
         ),
         grid,

@@ -69,7 +69,7 @@ def simulated_gains(
     n_updates=60,
     n_coordinates=200,
     corrected=True,
-    warm_up_updates=0,
+    floor=None,
 ):
     """Step sizes of a filter tracking a fixed optimum from noisy targets."""
     rng = np.random.RandomState(0)
@@ -81,8 +81,7 @@ def simulated_gains(
         optimum.dtype,
         5,
         corrected=corrected,
-        warm_up=RobbinsMonroStepSize(10.0, 0.7),
-        warm_up_updates=warm_up_updates,
+        floor=floor,
     )
     step_size.start(
         [optimum + rng.normal(0.0, 1.0, optimum.shape) for _ in range(5)], current
@@ -124,27 +123,32 @@ def test_corrected_gain_keeps_falling_at_a_fixed_optimum(filter):
     assert gains[-1] < 2 / 200
 
 
-def test_warm_up_bounds_the_first_steps_by_the_schedule():
-    # Far from the optimum the filter's own first gains are near one.
-    free = simulated_gains(AdaptiveGain(), n_updates=40)
-    bounded = simulated_gains(AdaptiveGain(), n_updates=40, warm_up_updates=20)
-    schedule = (10.0 + np.arange(1, 41)) ** -0.7
-    assert free[0] > 0.8
-    assert np.all(bounded[:20] <= schedule[:20])
-    assert bounded[0] == schedule[0]
-    # After the warm-up the filter sets the step on its own again.
-    assert not np.any(np.isin(bounded[20:], schedule))
+def test_floor_bounds_the_steps_from_below():
+    schedule = (10.0 + np.arange(1, 201)) ** -0.7
+    free = simulated_gains(AdaptiveGain(), n_updates=200)
+    bounded = simulated_gains(
+        AdaptiveGain(), n_updates=200, floor=RobbinsMonroStepSize(10.0, 0.7)
+    )
+    # At a fixed optimum the filter's own gain falls like 1/t, below the
+    # schedule; the floor holds it there.
+    assert np.any(free < schedule)
+    assert np.all(bounded >= schedule)
+    assert np.any(bounded == schedule)
+    # Far from the optimum the filter steps further than the schedule.
+    assert bounded[0] == free[0] > 0.8 > schedule[0]
 
 
-def test_filtered_lda_warms_up_by_default(planted_corpus):
+def test_filtered_lda_steps_at_least_as_far_as_the_schedule(planted_corpus):
     X = planted_corpus[0]
     schedule = (10.0 + np.arange(1, 13)) ** -0.7
     default = FilteredLDA(**PARAMS).partial_fit(X)
-    published = FilteredLDA(warm_up_updates=0, **PARAMS).partial_fit(X)
+    published = FilteredLDA(min_step_size=None, **PARAMS).partial_fit(X)
+    constant = FilteredLDA(min_step_size=0.3, **PARAMS).partial_fit(X)
     default_steps = np.array(default.step_size_history_["step_size"])
     published_steps = np.array(published.step_size_history_["step_size"])
-    assert np.all(default_steps <= schedule)
-    assert np.any(published_steps > schedule)
+    assert np.all(default_steps >= schedule)
+    assert np.any(published_steps < schedule)
+    assert np.all(np.array(constant.step_size_history_["step_size"]) >= 0.3)
 
 
 def test_published_estimates_hold_the_gaussian_filter_near_one_third():
