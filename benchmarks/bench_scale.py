@@ -3,13 +3,14 @@
 A user's first fit: each estimator with its defaults (only the number of
 topics, the minibatch size and the corpus size are set), the other filters,
 SVI+ with a fixed M, the filters as published (the papers' prior variance
-and moment estimates, no lower bound of the step), plain SVI (``SmoothedLDA(L=1)``, with the
-default collapsed local step and with the mean-field one) and scikit-learn's
-online LDA, all on the same minibatches of the same shuffled documents, one thread
-each. The corpus is a text file given on the command line (one text per
-line, or a column of a tab-separated file with a header) or one of the
-corpora of ``corpus.py``; its ``--n-features`` most frequent words are kept
-(English stop words removed) and 5% of the documents are held out. Held-out
+and moment estimates, no lower bound of the step), plain SVI
+(``SmoothedLDA(L=1)``, with the default collapsed local step and with the
+mean-field one) and scikit-learn's online LDA, all on the same minibatches
+of the same shuffled documents, one thread each. The corpus is a text file
+given on the command line (one text per line, or a column of a
+tab-separated file with a header) or one of the corpora of ``corpus.py``;
+its ``--n-features`` most frequent words are kept (English stop words
+removed) and 5% of the documents are held out. Held-out
 fit is the per-word log predictive probability by document completion, as
 in ``bench_lda.py``; a unigram model of the training words gives the floor
 any topic model should clear. The fits are repeated for several seeds (the
