@@ -5,8 +5,9 @@ topics, the minibatch size and the corpus size are set), the other filters,
 SVI+ with a fixed M, the filters as published (the papers' prior variance
 and moment estimates, no lower bound of the step), plain SVI
 (``SmoothedLDA(L=1)``, with the default collapsed local step and with the
-mean-field one) and scikit-learn's online LDA, all on the same minibatches
-of the same shuffled documents, one thread each. The corpus is a text file
+mean-field one, each also with priors learned online) and scikit-learn's
+online LDA, all on the same minibatches of the same shuffled documents, one
+thread each. The corpus is a text file
 given on the command line (one text per line, or a column of a
 tab-separated file with a header) or one of the corpora of ``corpus.py``;
 its ``--n-features`` most frequent words are kept (English stop words
@@ -78,9 +79,14 @@ def make_models(n_components, batch_size, n_train, seed):
         total_samples=n_train,
         random_state=seed,
     )
+    learned = dict(doc_topic_prior="auto", topic_word_prior="auto")
     return {
         REFERENCE: SmoothedLDA(L=1, **common),
         "plain SVI, mean-field step": SmoothedLDA(L=1, local_step="vb", **common),
+        "plain SVI, learned priors": SmoothedLDA(L=1, **learned, **common),
+        "plain SVI, mean-field step, learned priors": SmoothedLDA(
+            L=1, local_step="vb", **learned, **common
+        ),
         "scikit-learn online": LatentDirichletAllocation(
             learning_method="online", **common
         ),
