@@ -139,6 +139,8 @@ class GensimOnlineLDA:
         Vocabulary size.
     random_state : int
         Seed of the initial topics.
+    learned_priors : bool, default=False
+        Learn alpha and eta online from 1/K (gensim's ``"auto"``).
     """
 
     def __init__(
@@ -151,6 +153,7 @@ class GensimOnlineLDA:
         mean_change_tol,
         n_features,
         random_state,
+        learned_priors=False,
     ):
         self.model = LdaModel(
             num_topics=n_components,
@@ -158,8 +161,8 @@ class GensimOnlineLDA:
             chunksize=batch_size,
             passes=1,
             update_every=1,
-            alpha="symmetric",
-            eta=1.0 / n_components,
+            alpha="auto" if learned_priors else "symmetric",
+            eta="auto" if learned_priors else 1.0 / n_components,
             decay=learning_decay,
             offset=learning_offset,
             iterations=max_doc_update_iter,

@@ -35,15 +35,13 @@ from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
-from gensim.matutils import Sparse2Corpus
-from gensim.models import LdaModel
 from sklearn.decomposition import LatentDirichletAllocation
 from threadpoolctl import threadpool_limits
 
 from sklearn_svi import FilteredLDA, SmoothedLDA
 from sklearn_svi._completion import complete_documents
 
-from bench_lda import split_documents
+from bench_lda import GensimOnlineLDA, split_documents
 from bench_scale import BUILT_IN_CORPORA, HELD_OUT_FRACTION, load_corpus
 from tables import mean_spread, simple_table, write_results
 
@@ -107,45 +105,6 @@ def online_checkpoints(model, X_train, seed, max_seconds):
                 return
 
 
-class GensimAutoPriors:
-    """gensim's online LdaModel with priors learned online (``"auto"``).
-
-    Minibatches of ``batch_size`` with an update after each, step sizes
-    ``(10 + t) ** -0.7``, alpha and eta started at 1/K.
-    """
-
-    def __init__(self, n_components, batch_size, n_features, random_state):
-        self.model = LdaModel(
-            num_topics=n_components,
-            id2word={word: str(word) for word in range(n_features)},
-            chunksize=batch_size,
-            passes=1,
-            update_every=1,
-            alpha="auto",
-            eta="auto",
-            decay=0.7,
-            offset=10.0,
-            eval_every=None,
-            random_state=random_state,
-            dtype=np.float64,
-        )
-
-    @staticmethod
-    def prepare(X):
-        """The documents as gensim's bag-of-words lists (built before timing)."""
-        return list(Sparse2Corpus(X, documents_columns=False))
-
-    def partial_fit(self, corpus):
-        """One online pass over the prepared documents."""
-        self.model.update(corpus)
-        return self
-
-    @property
-    def components_(self):
-        """The variational Dirichlet parameters of the topics."""
-        return self.model.state.get_lambda()
-
-
 def gibbs_checkpoints(X_train, n_components, seed, max_seconds):
     """tomotopy's collapsed Gibbs sampler on one thread, stopped after
     ``GIBBS_SWEEPS`` sweeps until ``max_seconds`` are spent."""
@@ -192,8 +151,16 @@ def make_runs(X_train, n_components, batch_size, seed, max_seconds):
         "scikit-learn online": LatentDirichletAllocation(
             learning_method="online", **common
         ),
-        "gensim online, auto priors": GensimAutoPriors(
-            n_components, batch_size, X_train.shape[1], seed
+        "gensim online, auto priors": GensimOnlineLDA(
+            n_components=n_components,
+            batch_size=batch_size,
+            learning_offset=10.0,
+            learning_decay=0.7,
+            max_doc_update_iter=50,
+            mean_change_tol=1e-3,
+            n_features=X_train.shape[1],
+            random_state=seed,
+            learned_priors=True,
         ),
     }
     runs = {

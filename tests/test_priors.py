@@ -59,11 +59,9 @@ def test_learned_priors_raise_the_bound_of_batch_variational_bayes(planted_corpu
     # call is a coordinate ascent pass, then a Newton step for alpha and the
     # maximising eta, so the bound never falls.
     X = planted_corpus[0]
-    model = SmoothedLDA(
+    batch_vb = dict(
         n_components=4,
         local_step="vb",
-        doc_topic_prior="auto",
-        topic_word_prior="auto",
         batch_size=X.shape[0],
         total_samples=X.shape[0],
         step_size=1.0,
@@ -71,6 +69,7 @@ def test_learned_priors_raise_the_bound_of_batch_variational_bayes(planted_corpu
         max_doc_update_iter=1000,
         random_state=0,
     )
+    model = SmoothedLDA(doc_topic_prior="auto", topic_word_prior="auto", **batch_vb)
     bounds = []
     for _ in range(15):
         model.partial_fit(X)
@@ -78,16 +77,7 @@ def test_learned_priors_raise_the_bound_of_batch_variational_bayes(planted_corpu
     assert np.all(np.diff(bounds) > -1e-6 * abs(bounds[-1]))
     assert not np.allclose(model.doc_topic_prior_, 0.25)
     assert model.topic_word_prior_ != 0.25
-    fixed = SmoothedLDA(
-        n_components=4,
-        local_step="vb",
-        batch_size=X.shape[0],
-        total_samples=X.shape[0],
-        step_size=1.0,
-        mean_change_tol=1e-8,
-        max_doc_update_iter=1000,
-        random_state=0,
-    )
+    fixed = SmoothedLDA(**batch_vb)
     for _ in range(15):
         fixed.partial_fit(X)
     assert bounds[-1] > fixed.score(X)
