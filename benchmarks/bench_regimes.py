@@ -17,7 +17,7 @@ plain SVI per seed):
   annealed with M_t = 50 t; and online SVI+ with large minibatches of 1024.
 
 Every model uses the mean-field local step (``local_step="vb"``), the
-step of the papers.
+step of the papers, except the rows of the stream that say "collapsed".
 
 Run ``python benchmarks/bench_regimes.py PATH --column summary`` with a TSV
 file of short texts (one text per line without ``--column``).
@@ -151,11 +151,18 @@ def filtering(texts, n_documents, n_seeds):
             total_samples=n_total,
             random_state=seed,
         )
+        collapsed = dict(common, local_step="cvb0")
         return {
             "plain SVI: SmoothedLDA(L=1)": SmoothedLDA(L=1, **common),
             "FilteredLDA() default": FilteredLDA(**common),
             "FilteredLDA Student's t": FilteredLDA(filter="student-t", **common),
+            "FilteredLDA, no lower bound": FilteredLDA(min_step_size=None, **common),
             "SmoothedLDA() default": SmoothedLDA(**common),
+            "plain SVI, collapsed step": SmoothedLDA(L=1, **collapsed),
+            "FilteredLDA(), collapsed step": FilteredLDA(**collapsed),
+            "FilteredLDA, collapsed, no lower bound": FilteredLDA(
+                min_step_size=None, **collapsed
+            ),
         }
 
     def fit(model, seed):
