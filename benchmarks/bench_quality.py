@@ -2,8 +2,9 @@
 
 A user picks a topic-model library by the quality it reaches in the time
 they have. Every library here fits the same training documents with the
-same number of topics and the same priors alpha = eta = 1/K (gensim learns
-both from there, ``"auto"``), on one thread, and is stopped at checkpoints:
+same number of topics and the same priors alpha = eta = 1/K (gensim, and
+our estimators where the label says so, learn both from there, ``"auto"``),
+on one thread, and is stopped at checkpoints:
 the online methods after every quarter of an epoch of the same shuffled
 documents, tomotopy's collapsed Gibbs sampler after 1, 2, 5, 10, 20, ...
 sweeps. Only the training calls are timed (CPU seconds).
@@ -142,10 +143,15 @@ def make_runs(X_train, n_components, batch_size, seed, max_seconds):
         total_samples=X_train.shape[0],
         random_state=seed,
     )
+    learned = dict(doc_topic_prior="auto", topic_word_prior="auto")
     online = {
         "SmoothedLDA(L=1), collapsed step (default)": SmoothedLDA(L=1, **common),
         "SmoothedLDA(L=1), mean-field step": SmoothedLDA(
             L=1, local_step="vb", **common
+        ),
+        "SmoothedLDA(L=1), learned priors": SmoothedLDA(L=1, **learned, **common),
+        "SmoothedLDA(L=1), mean-field step, learned priors": SmoothedLDA(
+            L=1, local_step="vb", **learned, **common
         ),
         "FilteredLDA() default": FilteredLDA(**common),
         "scikit-learn online": LatentDirichletAllocation(
