@@ -303,11 +303,14 @@ class _OnlineLDA(
         topic_word = random_state.gamma(100.0, 0.01, (self.n_components, X.shape[1]))
         # The seed of the documents' random starts in the updates (``_start_key``).
         self._start_seed = int(random_state.randint(2**63, dtype=np.int64))
+        return np.ascontiguousarray(topic_word.T, dtype=X.dtype)
+
+    def _initialize_online(self, X, n_total, workers):
         self.doc_topic_prior_ = np.full(
             self.n_components, self._initial_prior(self.doc_topic_prior)
         )
         self.topic_word_prior_ = self._initial_prior(self.topic_word_prior)
-        return np.ascontiguousarray(topic_word.T, dtype=X.dtype)
+        super()._initialize_online(X, n_total, workers)
 
     def _start_key(self, draw):
         """The key of the documents' starts in minibatch number ``draw``.
@@ -924,8 +927,8 @@ class AnnealedLDA(_OnlineLDA):
         spread over seeds, and the paper's schedule, M_t = 50 t (``M=50,
         M_growth=50``), cost up to 0.013 nats per held-out word. A fixed
         ``M`` below ``batch_size`` (``M_growth=0``) keeps the noise of M
-        documents to the end, which
-        costs held-out fit on large corpora (see the user guide).
+        documents to the end, which costs held-out fit on large corpora (see
+        the user guide).
 {_SCHEDULE_PARAMETERS}""",
         specific_attributes="""\
     n_projected_ : int
