@@ -657,7 +657,10 @@ degrees_of_freedom_prior_, covariance_prior_
             squares = means**2
             if self.covariance_type == "spherical":
                 squares = squares.mean(axis=1, keepdims=True)
-            inverse_scales = np.ascontiguousarray(natural[layout.scale].T)
+            # A copy: for one scale row (spherical, or diag in one
+            # dimension) the transposed view is already contiguous, and the
+            # subtraction would write into lambda.
+            inverse_scales = natural[layout.scale].T.copy()
             inverse_scales -= beta[:, None] * squares
             covariances = inverse_scales / dof[:, None]
             self.covariances_ = (

@@ -98,11 +98,18 @@ def test_batch_mode_raises_the_lower_bound_every_pass(iris):
     assert np.all(np.diff(model.lower_bounds_) > -1e-9)
 
 
-def test_stochastic_fit_approaches_the_batch_fit(blobs):
+@pytest.mark.parametrize("covariance_type", COVARIANCE_TYPES)
+def test_stochastic_fit_approaches_the_batch_fit(blobs, covariance_type):
     X, y = blobs
-    reference = BayesianGaussianMixture(n_components=3, random_state=0).fit(X)
+    reference = BayesianGaussianMixture(
+        n_components=3, covariance_type=covariance_type, random_state=0
+    ).fit(X)
     model = SVIGaussianMixture(
-        n_components=3, batch_size=100, max_iter=3, random_state=0
+        n_components=3,
+        covariance_type=covariance_type,
+        batch_size=100,
+        max_iter=3,
+        random_state=0,
     ).fit(X)
     assert model.n_batch_iter_ == 90
     assert model.score(X) == pytest.approx(reference.score(X), rel=0.01)
