@@ -1,8 +1,8 @@
 """Build the compiled modules; all other metadata lives in pyproject.toml.
 
 The LDA kernel is built from the same source for any processor
-(``_lda_fast``) and, on x86-64 with GCC or Clang, also with AVX2 and FMA
-instructions (``_lda_fast_avx2``) and with AVX-512 (``_lda_fast_avx512``);
+(``lda._fast``) and, on x86-64 with GCC or Clang, also with AVX2 and FMA
+instructions (``lda._fast_avx2``) and with AVX-512 (``lda._fast_avx512``);
 the package uses the most capable one the processor runs.
 ``_update_fast`` holds the row operations of the shared online update.
 """
@@ -19,12 +19,13 @@ X86_64 = platform.machine().lower() in {"x86_64", "amd64"}
 
 
 def compiled_extension(name, extra_flags=(), depends=()):
+    """The extension ``sklearn_svi.<name>``, where ``name`` may hold dots."""
     # -O3 lets GCC and Clang vectorise the loops over topics, and
     # -fno-trapping-math the loops with comparisons (the clamp of the
     # kernel's exponential); neither changes a computed value.
     return Extension(
         f"sklearn_svi.{name}",
-        [f"sklearn_svi/{name}.pyx"],
+        [f"sklearn_svi/{name.replace('.', '/')}.pyx"],
         include_dirs=[np.get_include()],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_9_API_VERSION")],
         extra_compile_args=["-O3", "-fno-trapping-math", *extra_flags]
@@ -34,17 +35,17 @@ def compiled_extension(name, extra_flags=(), depends=()):
     )
 
 
-LDA_KERNEL = ["sklearn_svi/_lda_kernel.pxi", "sklearn_svi/_lda_sweep.h"]
+LDA_KERNEL = ["sklearn_svi/lda/_kernel.pxi", "sklearn_svi/lda/_sweep.h"]
 extensions = [
-    compiled_extension("_lda_fast", depends=LDA_KERNEL),
+    compiled_extension("lda._fast", depends=LDA_KERNEL),
     compiled_extension("_update_fast"),
 ]
 if UNIX_LIKE and X86_64:
     extensions += [
-        compiled_extension("_lda_fast_avx2", ["-mavx2", "-mfma"], depends=LDA_KERNEL),
+        compiled_extension("lda._fast_avx2", ["-mavx2", "-mfma"], depends=LDA_KERNEL),
         # Vectors of eight doubles; floats keep vectors of eight.
         compiled_extension(
-            "_lda_fast_avx512",
+            "lda._fast_avx512",
             ["-mavx512f", "-mavx2", "-mfma", "-DSKLEARN_SVI_DOUBLE_LANES=8"],
             depends=LDA_KERNEL,
         ),

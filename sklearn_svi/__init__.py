@@ -7,8 +7,8 @@ Paisley, Fazelnia & Barr (tuneable stochastic annealing) and Houlsby & Blei
 """
 
 from ._datasets import make_lda_corpus, match_topics
-from ._gaussian_mixture import SVIGaussianMixture
-from ._lda import AnnealedLDA, FilteredLDA, SmoothedLDA, top_words
+from .lda import AnnealedLDA, FilteredLDA, SmoothedLDA, top_words
+from .mixture import SVIGaussianMixture
 
 __version__ = "0.1.0.dev0"
 

@@ -6,7 +6,7 @@ import numpy as np
 
 from ._completion import complete_documents, log_predictive
 from ._datasets import make_lda_corpus, match_topics
-from ._lda import AnnealedLDA, FilteredLDA, SmoothedLDA
+from .lda import AnnealedLDA, FilteredLDA, SmoothedLDA
 
 N_TOPICS = 10
 N_DOCUMENTS = 20_000

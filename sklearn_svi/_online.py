@@ -15,28 +15,18 @@ local step, the prior eta, the projection onto its feasible set, and what to
 show the user.
 """
 
+import warnings
+from abc import ABCMeta, abstractmethod
 from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils import check_random_state, gen_batches
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Interval
 
-from ._mechanisms import (
-    AdaptiveGain,
-    AnnealingWeights,
-    ConstantStepSize,
-    FilteredStepSize,
-    GaussianFilter,
-    RobbinsMonroStepSize,
-    SmoothingWindow,
-    StudentTFilter,
-)
-from ._threads import thread_workers
+from ._mechanisms import SmoothingWindow
+from ._threads import map_rows, prefetch, sum_rows, thread_pool
 from ._update_fast import form_target, step_toward_target
-
-# Minibatches drawn at the initial lambda to start a filter's noise estimates.
-MONTE_CARLO_BATCHES = 5
 
 # Most step sizes kept in ``step_size_history_``.
 STEP_SIZE_RECORD_CAPACITY = 10_000
@@ -47,51 +37,22 @@ def _prior_by_row(prior, n_rows, dtype):
     return np.broadcast_to(np.asarray(prior, dtype=dtype).reshape(-1), (n_rows,))
 
 
-class OnlineUpdateMixin:
+class OnlineUpdateMixin(metaclass=ABCMeta):
     """Drive ``fit`` and ``partial_fit`` through the shared SVI update.
 
-    A model using the mixin implements
+    The abstract methods are the model's part of the contract: its data, its
+    initial lambda, its local step, its prior and feasible set, its score and
+    its mechanisms. The other hooks do nothing unless a model overrides them.
+    lambda is an array of shape (n_params, n_components), kept in
+    ``_natural``.
 
-    - ``_check_training_data(X, reset)``: validated training data;
-    - ``_initial_natural(X, n_total, random_state)``: the initial lambda for
-      a data set of ``n_total`` samples, an array of shape
-      (n_params, n_components);
-    - ``_local_statistic(minibatch, workers, sample_weight, draw)``: the
-      mean statistic S_t of a minibatch given in the form
-      ``_prepare_minibatch`` returns, each sample's statistic multiplied by
-      its weight (None for ones), as a
-      :class:`~sklearn_svi._mechanisms.SparseStatistic`; ``draw`` numbers
-      the minibatch (the update number t, or -j for the j-th minibatch of a
-      filter's start), and a local step that draws random numbers takes
-      them from a stream of that number alone;
-    - ``_project_natural(workers)``: make lambda feasible again after an
-      annealed update; returns the number of coordinates changed;
-    - ``_prior_natural()``: eta, a scalar or an array shaped like lambda;
-    - ``_evaluation_score(X, workers)``: a score of X, higher is better,
-      recorded in ``evaluation_history_``;
-    - ``_fit_converged()``: whether ``fit`` can stop after a pass.
-
-    The mixin keeps ``_natural_totals``, the sum of the rows of lambda in
-    float64, up to date: the update sums the rows as it writes them (LDA's
-    local step needs the sums of its topics).
-
-    It may also implement ``_prepare_minibatch(X_batch)``, the rows of a
-    minibatch in the form its local step takes (they are prepared on a
-    helper thread while the previous minibatch is processed, so it must only
-    read ``X_batch``), ``_after_update(rho)``, called after every update of
-    lambda with its step size, ``_after_pass()``, after every pass of ``fit`` and every
-    ``partial_fit``, and ``_after_fit(converged)``.
-    Smoothing and annealing are switched on by the estimator's parameters
-    ``L`` and ``M`` (with ``M_growth``) when it has them.
-
-    The estimator's parameters ``batch_size``, ``max_iter``, ``total_samples``,
-    ``evaluate_every``, ``n_jobs``, ``verbose`` and ``random_state`` are read
-    by the mixin, and so are ``step_size``, ``learning_offset`` and
-    ``learning_decay`` by the default ``_make_step_size`` and
-    ``prior_variance``, ``prior_dof``, ``bias_correction``,
-    ``min_step_size``, ``learning_offset`` and ``learning_decay`` by
-    ``_filtered_step_size``. The ``n_jobs`` threads run the model's local
-    step and every row-wise array operation of the update.
+    The mixin reads the estimator's parameters ``batch_size``, ``max_iter``,
+    ``total_samples``, ``evaluate_every``, ``n_jobs``, ``verbose``,
+    ``random_state`` and, when it has one, ``warm_start``; everything about
+    the mechanisms comes from ``_mechanism_settings``. A fit runs on one pool
+    of ``n_jobs`` threads (:func:`~sklearn_svi._threads.thread_pool`), which
+    the model's local step and every row-wise array operation of the update
+    share.
     """
 
     _online_parameter_constraints = {
@@ -104,84 +65,59 @@ class OnlineUpdateMixin:
         "random_state": ["random_state"],
     }
 
-    _schedule_parameter_constraints = {
-        "step_size": [
-            StrOptions({"robbins-monro"}),
-            Interval(Real, 0, 1, closed="right"),
-        ],
-        "learning_offset": [Interval(Real, 0, None, closed="left")],
-        "learning_decay": [Interval(Real, 0, 1, closed="both")],
-    }
+    # -- the model's part ------------------------------------------------------
 
-    _filter_parameter_constraints = {
-        "prior_variance": [Interval(Real, 0, None, closed="left")],
-        "prior_dof": [Interval(Real, 2, None, closed="neither")],
-        "bias_correction": ["boolean"],
-        "min_step_size": [
-            None,
-            StrOptions({"robbins-monro"}),
-            Interval(Real, 0, 1, closed="right"),
-        ],
-    }
+    @abstractmethod
+    def _mechanism_settings(self):
+        """The estimator's mechanisms, a ``_mechanisms.Mechanisms``."""
 
-    def _window_length(self):
-        """Number of minibatch statistics averaged by the smoothing window."""
-        return getattr(self, "L", 1)
+    @abstractmethod
+    def _check_training_data(self, X, reset):
+        """``X`` validated for an update; ``reset`` on the first one."""
 
-    def _make_annealing(self):
-        """The annealing weights of SVI+, or None for plain minibatches."""
-        if getattr(self, "M", None) is None:
-            return None
-        return AnnealingWeights(self.M, self.M_growth)
+    @abstractmethod
+    def _initial_natural(self, X, n_total, random_state):
+        """The initial lambda for a data set of ``n_total`` samples like ``X``."""
 
-    def _check_mechanisms(self):
-        """Check parameters that constrain each other; raise before any change."""
-        M = getattr(self, "M", None)
-        if M is not None and M > self.batch_size:
-            raise ValueError(
-                f"The effective minibatch size M={M} must not exceed "
-                f"batch_size={self.batch_size}."
-            )
+    @abstractmethod
+    def _local_statistic(self, minibatch, sample_weight=None, draw=0):
+        """The mean statistic S_t of a minibatch, a ``SparseStatistic``.
 
-    def _make_step_size(self):
-        """The step size chosen by ``step_size``: a schedule or a filter."""
-        if self.step_size == "robbins-monro":
-            return RobbinsMonroStepSize(self.learning_offset, self.learning_decay)
-        if isinstance(self.step_size, str):
-            return self._filtered_step_size(self.step_size)
-        return ConstantStepSize(self.step_size)
+        ``minibatch`` is what ``_prepare_minibatch`` returned; each sample's
+        statistic is multiplied by its weight in ``sample_weight`` (None for
+        ones). ``draw`` numbers the minibatch (the update number t, or -j for
+        the j-th minibatch of a filter's start): a local step that draws
+        random numbers takes them from a stream of that number alone.
+        """
 
-    def _filtered_step_size(self, kind):
-        """The step size of a variational filter: ``kind`` is one of
-        "student-t", "gaussian" or "adaptive"."""
-        if kind == "student-t":
-            gain = StudentTFilter(
-                self.prior_variance, self.prior_dof, self._natural.size
-            )
-        elif kind == "gaussian":
-            gain = GaussianFilter(self.prior_variance)
-        else:
-            gain = AdaptiveGain()
-        return FilteredStepSize(
-            gain,
-            self._natural.shape,
-            self._natural.dtype,
-            MONTE_CARLO_BATCHES,
-            corrected=self.bias_correction,
-            floor=self._step_size_floor(),
-        )
+    @abstractmethod
+    def _prior_natural(self):
+        """eta, a scalar or an array shaped like lambda (or one column of it)."""
 
-    def _step_size_floor(self):
-        """The schedule that ``min_step_size`` names, or None."""
-        if self.min_step_size is None:
-            return None
-        if self.min_step_size == "robbins-monro":
-            return RobbinsMonroStepSize(self.learning_offset, self.learning_decay)
-        return ConstantStepSize(self.min_step_size)
+    @abstractmethod
+    def _project_natural(self):
+        """Make lambda feasible after an annealed update; return the number
+        of coordinates changed."""
+
+    @abstractmethod
+    def _evaluation_score(self, X):
+        """A score of ``X``, higher is better, for ``evaluation_history_``."""
+
+    @abstractmethod
+    def _fit_converged(self):
+        """Whether ``fit`` can stop after the pass just made."""
 
     def _prepare_minibatch(self, X_batch):
-        """The minibatch in the form ``_local_statistic`` takes: X_batch itself."""
+        """The minibatch in the form ``_local_statistic`` takes: X_batch itself.
+
+        It is prepared on a helper thread while the minibatch before it is
+        processed, so it must only read ``X_batch``.
+        """
         return X_batch
+
+    def _natural_updated(self, row_sums):
+        """Hook run after lambda moved, with the float64 sums of its rows,
+        which the update computes as it writes them."""
 
     def _after_update(self, rho):
         """Hook run after each update of lambda, whose step size was ``rho``."""
@@ -192,16 +128,36 @@ class OnlineUpdateMixin:
     def _after_fit(self, converged):
         """Hook run at the end of ``fit``."""
 
-    def _initialize_online(self, X, n_total, workers):
+    # -- the update ------------------------------------------------------------
+
+    def _renamed_parameter(self, name, old_name):
+        """The value of ``name``, or of its deprecated spelling ``old_name``
+        when the user set that one (with a FutureWarning)."""
+        old_value = getattr(self, old_name)
+        if isinstance(old_value, str) and old_value == "deprecated":
+            return getattr(self, name)
+        warnings.warn(
+            f"The parameter '{old_name}' was renamed '{name}' in 0.1 and will be "
+            f"removed in 0.3; use '{name}' instead.",
+            FutureWarning,
+            stacklevel=2,
+        )
+        return old_value
+
+    def _checked_mechanisms(self):
+        """The mechanism settings, checked against the other parameters."""
+        settings = self._mechanism_settings()
+        settings.check(self.batch_size)
+        return settings
+
+    def _initialize_online(self, X, n_total, mechanisms):
         """Reset lambda, the mechanisms, the counters and the random state."""
         self.random_state_ = check_random_state(self.random_state)
         self._natural = self._initial_natural(X, n_total, self.random_state_)
-        self._natural_totals = self._sum_natural(workers)
-        self._window = SmoothingWindow(
-            self._window_length(), self._natural.shape, self._natural.dtype
-        )
-        self._step_size = self._make_step_size()
-        self._annealing = self._make_annealing()
+        shape, dtype = self._natural.shape, self._natural.dtype
+        self._window = mechanisms.build_window(shape, dtype)
+        self._step_size = mechanisms.build_step_size(shape, dtype)
+        self._annealing = mechanisms.build_annealing()
         if self._annealing is not None:
             self.n_projected_ = 0
         self.n_batch_iter_ = 0
@@ -215,15 +171,13 @@ class OnlineUpdateMixin:
         self.step_size_history_ = {"n_batch_iter": [], "step_size": []}
         self._step_size_record_every = 1
 
-    def _online_step(self, X_batch, minibatch, n_total, X_val, workers):
+    def _online_step(self, X_batch, minibatch, n_total, X_val):
         """One SVI update from the minibatch ``X_batch``, prepared as ``minibatch``."""
         step = self.n_batch_iter_ + 1
         weights = None
         if self._annealing is not None:
             weights = self._annealing(X_batch.shape[0], step, self.random_state_)
-        self._window.push(
-            self._local_statistic(minibatch, workers, weights, draw=step), workers
-        )
+        self._window.push(self._local_statistic(minibatch, weights, draw=step))
         self.n_batch_iter_ = step
         self.n_samples_seen_ += X_batch.shape[0]
 
@@ -234,44 +188,32 @@ class OnlineUpdateMixin:
         scale, prior = self._target_terms(self._window, n_total)
         target = None
         if self._step_size.observes_target:
-            target = self._target(window_sum, scale, prior, workers)
-        rho = self._step_size(self.n_batch_iter_, target, self._natural, workers)
+            target = self._target(window_sum, scale, prior)
+        rho = self._step_size(self.n_batch_iter_, target, self._natural)
         # lambda = (1 - rho) lambda + rho lambda^, one pass over each row block
         # that also sums its rows.
-        self._natural_totals = workers.sum_over_rows(
-            lambda span: step_toward_target(
-                self._natural,
-                *window_sum.restricted_to(span),
-                scale,
-                prior,
-                rho,
-                span.start,
-                span.stop,
-            ),
-            len(self._natural),
+        self._natural_updated(
+            sum_rows(
+                lambda span: step_toward_target(
+                    self._natural,
+                    *window_sum.restricted_to(span),
+                    scale,
+                    prior,
+                    rho,
+                    span.start,
+                    span.stop,
+                ),
+                len(self._natural),
+            )
         )
         if self._annealing is not None:
             # Negative weights can take lambda^ out of the feasible set.
-            projected = self._project_natural(workers)
-            if projected:
-                self.n_projected_ += projected
-                self._natural_totals = self._sum_natural(workers)
+            self.n_projected_ += self._project_natural()
         self._after_update(rho)
 
         self._record_step_size(rho)
         if self.evaluate_every > 0 and self.n_batch_iter_ % self.evaluate_every == 0:
-            self._record_evaluation(X_batch if X_val is None else X_val, workers)
-
-    def _sum_natural(self, workers):
-        """The sum of the rows of lambda, in float64.
-
-        Summed over the same fixed blocks of rows as the update's own sums,
-        so that the result does not depend on the number of threads.
-        """
-        return workers.sum_over_rows(
-            lambda span: self._natural[span].sum(axis=0, dtype=np.float64),
-            len(self._natural),
-        )
+            self._record_evaluation(X_batch if X_val is None else X_val)
 
     def _target_terms(self, window, n_total):
         """scale = N / (statistics in ``window``) and eta by row.
@@ -284,26 +226,23 @@ class OnlineUpdateMixin:
         )
         return scale, prior
 
-    def _target(self, window_sum, scale, prior, workers):
+    def _target(self, window_sum, scale, prior):
         """lambda^ = eta + scale * ``window_sum`` as an array (``_target_terms``)."""
         target = np.empty_like(self._natural)
-        workers.run(
-            form_target,
-            [
-                (
-                    target,
-                    *window_sum.restricted_to(span),
-                    scale,
-                    prior,
-                    span.start,
-                    span.stop,
-                )
-                for span in workers.row_blocks(len(self._natural))
-            ],
+        map_rows(
+            lambda span: form_target(
+                target,
+                *window_sum.restricted_to(span),
+                scale,
+                prior,
+                span.start,
+                span.stop,
+            ),
+            len(self._natural),
         )
         return target
 
-    def _start_step_size(self, X, n_total, workers):
+    def _start_step_size(self, X, n_total):
         """Start the step size's noise estimates at the initial lambda.
 
         Its ``monte_carlo_batches`` minibatches are bootstrap samples of
@@ -319,14 +258,10 @@ class OnlineUpdateMixin:
             for draw in range(1, self._step_size.monte_carlo_batches + 1):
                 rows = self.random_state_.randint(n_samples, size=size)
                 minibatch = self._minibatch(X, rows)[1]
-                window.push(
-                    self._local_statistic(minibatch, workers, draw=-draw), workers
-                )
-                yield self._target(
-                    window.sum, *self._target_terms(window, n_total), workers
-                )
+                window.push(self._local_statistic(minibatch, draw=-draw))
+                yield self._target(window.sum, *self._target_terms(window, n_total))
 
-        self._step_size.start(targets(), self._natural, workers)
+        self._step_size.start(targets(), self._natural)
 
     def _record_step_size(self, rho):
         """Keep rho in ``step_size_history_``, thinned to a bounded size.
@@ -346,34 +281,34 @@ class OnlineUpdateMixin:
                 del values[::2]
             self._step_size_record_every *= 2
 
-    def _record_evaluation(self, X, workers):
+    def _record_evaluation(self, X):
         history = self.evaluation_history_
         history["n_batch_iter"].append(self.n_batch_iter_)
         history["n_samples_seen"].append(self.n_samples_seen_)
-        history["score"].append(float(self._evaluation_score(X, workers)))
+        history["score"].append(float(self._evaluation_score(X)))
         if self.verbose:
             print(
                 f"[{type(self).__name__}] update {self.n_batch_iter_}: "
                 f"evaluation score {history['score'][-1]:.5f}"
             )
 
-    def _run_pass(self, X, n_total, X_val, workers, order=None):
+    def _run_pass(self, X, n_total, X_val, order=None):
         """Run the SVI update on consecutive minibatches of ``X``."""
         n_samples = X.shape[0]
         if self.n_batch_iter_ == 0 and self._step_size.monte_carlo_batches:
-            self._start_step_size(X, n_total, workers)
+            self._start_step_size(X, n_total)
         batches = [
             batch if order is None else order[batch]
             for batch in gen_batches(n_samples, self.batch_size)
         ]
         # Each minibatch is sliced and prepared while the one before it is
         # processed (on a helper thread, when there is one).
-        upcoming = workers.defer(self._minibatch, X, batches[0])
+        upcoming = prefetch(self._minibatch, X, batches[0])
         for index in range(len(batches)):
             X_batch, minibatch = upcoming.result()
             if index + 1 < len(batches):
-                upcoming = workers.defer(self._minibatch, X, batches[index + 1])
-            self._online_step(X_batch, minibatch, n_total, X_val, workers)
+                upcoming = prefetch(self._minibatch, X, batches[index + 1])
+            self._online_step(X_batch, minibatch, n_total, X_val)
         self.n_iter_ += 1
         self._after_pass()
 
@@ -406,7 +341,7 @@ class OnlineUpdateMixin:
         self : object
             The fitted estimator.
         """
-        self._check_mechanisms()
+        mechanisms = self._checked_mechanisms()
         warm = getattr(self, "warm_start", False) and hasattr(self, "_natural")
         X = self._check_training_data(X, reset=not warm)
         if warm:
@@ -414,12 +349,12 @@ class OnlineUpdateMixin:
         X_val = self._check_evaluation_data(X_val, X.dtype)
         n_samples = X.shape[0]
         converged = False
-        with thread_workers(self.n_jobs) as pool:
+        with thread_pool(self.n_jobs):
             if not warm:
-                self._initialize_online(X, n_samples, pool)
+                self._initialize_online(X, n_samples, mechanisms)
             for _ in range(self.max_iter):
                 order = self.random_state_.permutation(n_samples)
-                self._run_pass(X, n_samples, X_val, pool, order=order)
+                self._run_pass(X, n_samples, X_val, order=order)
                 if self.verbose:
                     print(
                         f"[{type(self).__name__}] pass {self.n_iter_} "
@@ -456,16 +391,16 @@ class OnlineUpdateMixin:
         self : object
             The updated estimator.
         """
-        self._check_mechanisms()
+        mechanisms = self._checked_mechanisms()
         first_call = not hasattr(self, "_natural")
         X = self._check_training_data(X, reset=first_call)
         if not first_call:
             X = X.astype(self._natural.dtype, copy=False)
         X_val = self._check_evaluation_data(X_val, X.dtype)
-        with thread_workers(self.n_jobs) as pool:
+        with thread_pool(self.n_jobs):
             if first_call:
-                self._initialize_online(X, self.total_samples, pool)
-            self._run_pass(X, self.total_samples, X_val, pool)
+                self._initialize_online(X, self.total_samples, mechanisms)
+            self._run_pass(X, self.total_samples, X_val)
         return self
 
     def _check_evaluation_data(self, X_val, dtype):

@@ -1,14 +1,19 @@
-"""Threads for the compiled kernels and the row-wise array updates.
+"""The threads of a fit, in one layer.
 
-The kernels release the GIL, and so do NumPy's operations on large arrays,
-so a minibatch's work splits into chunks that run on a thread pool. Every
-value is computed the same way whichever thread computes it, so the results
-do not depend on the number of threads.
+The compiled kernels release the GIL, and so do NumPy's operations on large
+arrays, so a minibatch's work splits into chunks that run on a thread pool.
+A public method opens the pool once, with :func:`thread_pool`, for as long as
+it runs; the code below it asks for row-wise work with :func:`map_rows`,
+:func:`sum_rows`, :func:`row_blocks`, :func:`run_calls` and
+:func:`prefetch`, and never handles
+the pool itself. Every value is computed the same way whichever thread
+computes it, so the results do not depend on the number of threads.
 """
 
 import itertools
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
+from contextvars import ContextVar
 
 from joblib import effective_n_jobs
 
@@ -35,37 +40,8 @@ class Workers:
     def __init__(self, n_threads, executor=None):
         self.n_threads = n_threads
         self.executor = executor
-        self._deferred = []
 
-    def defer(self, function, *arguments):
-        """``function(*arguments)``, to be computed alongside later work.
-
-        With helper threads, the call starts on one of them at the beginning
-        of the next ``run`` with ``start_deferred=True``, ahead of that run's
-        chunks; otherwise it runs on the calling thread when its result is
-        first asked for. It must only read data that nothing writes
-        meanwhile.
-
-        Parameters
-        ----------
-        function : callable
-            The work.
-        *arguments
-            Its arguments.
-
-        Returns
-        -------
-        deferred : Deferred
-            Gives the value of the call.
-        """
-        deferred = Deferred(function, arguments)
-        if self.executor is not None:
-            # Calls computed on the calling thread meanwhile are dropped.
-            self._deferred = [call for call in self._deferred if call.waiting]
-            self._deferred.append(deferred)
-        return deferred
-
-    def run(self, function, argument_lists, start_deferred=False):
+    def run(self, function, argument_lists):
         """Call ``function`` on each argument list and wait for all calls.
 
         Parameters
@@ -74,10 +50,6 @@ class Workers:
             The work of one chunk.
         argument_lists : iterable of tuple
             The arguments of each call.
-        start_deferred : bool, default=False
-            Start the calls of ``defer`` not started yet on the helper
-            threads first. For a run whose chunks keep the calling thread
-            busy, without the GIL, for longer than those calls take.
 
         Returns
         -------
@@ -85,10 +57,6 @@ class Workers:
             The value of each call, in the order of ``argument_lists``.
         """
         argument_lists = list(argument_lists)
-        if start_deferred:
-            for deferred in self._deferred:
-                deferred.start(self.executor)
-            self._deferred.clear()
         if self.executor is None:
             return [function(*arguments) for arguments in argument_lists]
         results = [None] * len(argument_lists)
@@ -131,35 +99,9 @@ class Workers:
         bounds = [n_rows * block // n_blocks for block in range(n_blocks + 1)]
         return [slice(start, stop) for start, stop in zip(bounds[:-1], bounds[1:])]
 
-    def sum_over_rows(self, function, n_rows, block_rows=4096):
-        """Sum ``function(span)`` over fixed blocks of rows, on the threads.
 
-        The blocks and the order of the sum do not depend on the number of
-        threads, so neither does the result, to the last bit.
-
-        Parameters
-        ----------
-        function : callable
-            Maps a slice of rows to a number or an array of numbers.
-        n_rows : int
-            Number of rows.
-        block_rows : int, default=4096
-            Number of rows of each block (the last one may be shorter).
-
-        Returns
-        -------
-        total : float or ndarray
-            The sum of the blocks' values, added in row order.
-        """
-        spans = [
-            slice(start, min(start + block_rows, n_rows))
-            for start in range(0, n_rows, block_rows)
-        ]
-        return sum(self.run(function, [(span,) for span in spans]))
-
-
-class Deferred:
-    """A call whose value is wanted later (see :meth:`Workers.defer`).
+class Prefetch:
+    """A call started ahead of need (see :func:`prefetch`).
 
     Parameters
     ----------
@@ -167,38 +109,143 @@ class Deferred:
         The work.
     arguments : tuple
         Its arguments.
+    executor : ThreadPoolExecutor or None
+        Where the call starts at once; None computes it when its result is
+        first asked for.
     """
 
-    def __init__(self, function, arguments):
+    def __init__(self, function, arguments, executor):
         self._call = (function, arguments)
         self._future = None
-
-    @property
-    def waiting(self):
-        """Whether the call has neither started nor run."""
-        return self._call is not None
-
-    def start(self, executor):
-        """Start the call on ``executor`` unless it already ran."""
-        if self.waiting:
-            function, arguments = self._call
+        if executor is not None:
             self._future = executor.submit(function, *arguments)
             self._call = None
 
     def result(self):
         """The value of the call, which runs now if it has not started."""
-        if self.waiting:
+        if self._future is None:
             function, arguments = self._call
+            self._future = Future()
+            try:
+                self._future.set_result(function(*arguments))
+            except Exception as error:
+                self._future.set_exception(error)
             self._call = None
-            self._value = function(*arguments)
-        elif self._future is not None:
-            self._value = self._future.result()
-            self._future = None
-        return self._value
+        return self._future.result()
+
+
+# The calling thread alone: the pool outside any ``thread_pool``.
+SERIAL = Workers(1)
+
+_active_workers = ContextVar("sklearn_svi_workers", default=SERIAL)
+
+
+@contextmanager
+def thread_pool(n_jobs):
+    """Run the row-wise work of this context on scikit-learn's ``n_jobs``.
+
+    None means 1, -1 all cores. The pool is shut down, and the one active
+    before restored, on exit.
+
+    Parameters
+    ----------
+    n_jobs : int or None
+        Number of threads, the calling one included.
+    """
+    n_threads = effective_n_jobs(n_jobs)
+    if n_threads <= 1:
+        token = _active_workers.set(SERIAL)
+        try:
+            yield
+        finally:
+            _active_workers.reset(token)
+        return
+    with ThreadPoolExecutor(n_threads - 1) as executor:
+        token = _active_workers.set(Workers(n_threads, executor))
+        try:
+            yield
+        finally:
+            _active_workers.reset(token)
+
+
+def n_threads():
+    """Number of threads of the active pool."""
+    return _active_workers.get().n_threads
+
+
+def row_blocks(n_rows):
+    """The active pool's slices of ``range(n_rows)`` (`Workers.row_blocks`)."""
+    return _active_workers.get().row_blocks(n_rows)
+
+
+def run_calls(function, argument_lists):
+    """``function`` on each argument list, on the active pool (`Workers.run`)."""
+    return _active_workers.get().run(function, argument_lists)
+
+
+def map_rows(function, n_rows):
+    """``function(span)`` for contiguous slices ``span`` of ``range(n_rows)``.
+
+    The slices (`Workers.row_blocks`) run on the active pool.
+
+    Parameters
+    ----------
+    function : callable
+        Maps a slice of rows to a value.
+    n_rows : int
+        Number of rows.
+
+    Returns
+    -------
+    results : list
+        The value of each slice, in row order.
+    """
+    return run_calls(function, [(span,) for span in row_blocks(n_rows)])
+
+
+def sum_rows(function, n_rows, block_rows=4096):
+    """Sum ``function(span)`` over fixed blocks of rows, on the active pool.
+
+    The blocks and the order of the sum do not depend on the number of
+    threads, so neither does the result, to the last bit.
+
+    Parameters
+    ----------
+    function : callable
+        Maps a slice of rows to a number or an array of numbers.
+    n_rows : int
+        Number of rows.
+    block_rows : int, default=4096
+        Number of rows of each block (the last one may be shorter).
+
+    Returns
+    -------
+    total : float or ndarray
+        The sum of the blocks' values, added in row order.
+    """
+    spans = [
+        slice(start, min(start + block_rows, n_rows))
+        for start in range(0, n_rows, block_rows)
+    ]
+    return sum(run_calls(function, [(span,) for span in spans]))
+
+
+def prefetch(function, *arguments):
+    """Start ``function(*arguments)`` on a helper thread of the active pool.
+
+    Without helpers the call runs when its result is first asked for. It
+    must only read data that nothing writes meanwhile.
+
+    Returns
+    -------
+    call : Prefetch
+        Gives the value of the call.
+    """
+    return Prefetch(function, arguments, _active_workers.get().executor)
 
 
 def call(function, *arguments):
-    """``function(*arguments)``, so that one ``Workers.run`` runs different work.
+    """``function(*arguments)``, so that one ``run_calls`` runs different work.
 
     Parameters
     ----------
@@ -213,24 +260,3 @@ def call(function, *arguments):
         What ``function`` returns.
     """
     return function(*arguments)
-
-
-# The calling thread alone, for work done outside a fit's threads.
-SERIAL = Workers(1)
-
-
-@contextmanager
-def thread_workers(n_jobs):
-    """Workers for scikit-learn's ``n_jobs``: None means 1, -1 all cores.
-
-    Yields
-    ------
-    workers : Workers
-        The calling thread and ``n_threads - 1`` helpers, shut down on exit.
-    """
-    n_threads = effective_n_jobs(n_jobs)
-    if n_threads <= 1:
-        yield Workers(1)
-        return
-    with ThreadPoolExecutor(n_threads - 1) as executor:
-        yield Workers(n_threads, executor)

@@ -11,16 +11,13 @@ from sklearn.pipeline import Pipeline
 
 from sklearn_svi import AnnealedLDA, SmoothedLDA, make_lda_corpus
 from sklearn_svi._mechanisms import AnnealingWeights
-from sklearn_svi._threads import Workers
 
 COMMON = dict(n_components=4, learning_offset=5.0, learning_decay=0.6, random_state=0)
 
 
 def local_statistic(model, X_batch, sample_weight=None):
     """The model's minibatch statistic of ``X_batch`` at its current lambda."""
-    return model._local_statistic(
-        model._prepare_minibatch(X_batch), Workers(1), sample_weight
-    )
+    return model._local_statistic(model._prepare_minibatch(X_batch), sample_weight)
 
 
 def dense(statistic, shape):
@@ -185,7 +182,7 @@ def test_batch_mode_with_annealing_ends_as_batch_vb(planted_corpus):
         n_components=4,
         batch_size=n,
         total_samples=n,
-        step_size=1.0,
+        learning_rate=1.0,
         M=30,
         M_growth=54.0,
         mean_change_tol=1e-9,
@@ -209,7 +206,7 @@ def test_default_schedule_ends_as_plain_svi():
     # documents in the first update and none later, minibatches of 256
     # noise in the first three. A fixed M would keep the noise of M
     # documents to the end.
-    annealing = AnnealedLDA()._make_annealing()
+    annealing = AnnealedLDA()._mechanism_settings().build_annealing()
     rng = np.random.RandomState(0)
     weights = annealing(128, 1, rng)
     assert weights is not None and weights.var() == pytest.approx(1.0, rel=0.3)

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
-from sklearn_svi import _gaussian_mixture, _lda
+from sklearn_svi.lda import _estimators as lda_estimators
+from sklearn_svi.mixture import _estimator as mixture_estimator
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
@@ -40,7 +41,7 @@ def test_docs_build_without_warnings(tmp_path):
     )
 
 
-@pytest.mark.parametrize("module", [_lda, _gaussian_mixture])
+@pytest.mark.parametrize("module", [lda_estimators, mixture_estimator])
 def test_docstring_examples(module):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)

@@ -21,6 +21,7 @@ from sklearn_svi import (
     AnnealedLDA,
     FilteredLDA,
     SmoothedLDA,
+    SVIGaussianMixture,
     make_lda_corpus,
     top_words,
 )
@@ -31,7 +32,9 @@ from sklearn_svi import (
         SmoothedLDA(n_components=3, max_iter=2, batch_size=16),
         AnnealedLDA(n_components=3, max_iter=2, batch_size=16, M=8),
         FilteredLDA(n_components=3, max_iter=2, batch_size=16),
-        FilteredLDA(n_components=3, max_iter=2, batch_size=16, filter="gaussian"),
+        FilteredLDA(
+            n_components=3, max_iter=2, batch_size=16, learning_rate="gaussian"
+        ),
     ]
 )
 def test_sklearn_compatible(estimator, check):
@@ -128,7 +131,7 @@ def test_grid_search_over_window_length_uses_score(planted_corpus):
 
 def test_grid_search_over_filter_and_prior_variance(planted_corpus):
     X = planted_corpus[0]
-    grid = {"filter": ["student-t", "gaussian"], "prior_variance": [1.0, 1e3]}
+    grid = {"learning_rate": ["student-t", "gaussian"], "prior_variance": [1.0, 1e3]}
     search = GridSearchCV(
         FilteredLDA(
             n_components=4,
@@ -250,3 +253,25 @@ def test_bad_input_to_an_unfitted_model(planted_corpus):
             continue
         with pytest.raises(ValueError, match=message):
             SmoothedLDA().fit(bad)
+
+
+@pytest.mark.parametrize(
+    "estimator, old_name, value",
+    [
+        (SmoothedLDA(n_components=3, batch_size=20), "step_size", 0.3),
+        (AnnealedLDA(n_components=3, batch_size=20, M=10), "step_size", 0.3),
+        (FilteredLDA(n_components=3, batch_size=20), "filter", "gaussian"),
+        (SVIGaussianMixture(n_components=2, batch_size=20), "step_size", "adaptive"),
+    ],
+    ids=["smoothed", "annealed", "filtered", "mixture"],
+)
+def test_old_spelling_of_learning_rate_warns_and_still_works(
+    planted_corpus, estimator, old_name, value
+):
+    X = planted_corpus[0][:60].toarray()
+    renamed = clone(estimator).set_params(learning_rate=value, random_state=0)
+    with pytest.warns(FutureWarning, match=f"'{old_name}' was renamed"):
+        old = clone(estimator).set_params(**{old_name: value}, random_state=0).fit(X)
+    new = renamed.fit(X)
+    assert old.step_size_history_ == new.step_size_history_
+    assert old.step_size_history_["step_size"] != []

@@ -11,10 +11,11 @@ from sklearn_svi._mechanisms import (
     AdaptiveGain,
     FilteredStepSize,
     GaussianFilter,
+    Mechanisms,
     RobbinsMonroStepSize,
+    StepSize,
     StudentTFilter,
 )
-from sklearn_svi._threads import SERIAL
 
 PARAMS = dict(n_components=4, batch_size=50, total_samples=600, random_state=0)
 
@@ -176,7 +177,7 @@ def test_corrected_estimates_of_drift_and_noise_are_unbiased():
             step_size.start(draws[:3], current)
             for t, target in enumerate(draws[3:], start=1):
                 step_size.window = 1.0 + t  # a growing window, as rho falls
-                step_size._observe(target, current, SERIAL)
+                step_size._observe(target, current)
             estimates[corrected].append([step_size.drift, step_size.noise])
     drift, noise_estimate = np.mean(estimates[True], axis=0)
     spread = np.std(estimates[True], axis=0) / np.sqrt(n_runs)
@@ -218,22 +219,25 @@ def test_adaptive_gain_is_the_ratio_of_the_averages():
         current = (1 - rho) * current + rho * target
 
 
-def test_filter_changes_only_the_step_size(planted_corpus):
+def test_filter_changes_only_the_step_size(planted_corpus, monkeypatch):
     # Replaying the learned step sizes as a schedule reproduces the fit bit
     # for bit: the filter touches nothing but rho.
     X = planted_corpus[0]
-    filtered = FilteredLDA(filter="student-t", **PARAMS).partial_fit(X)
+    filtered = FilteredLDA(learning_rate="student-t", **PARAMS).partial_fit(X)
     learned = filtered.step_size_history_["step_size"]
     assert len(learned) == filtered.n_batch_iter_ == 12
     assert len(set(learned)) == len(learned)
-    replay = SmoothedLDA(L=1, **PARAMS)
-    replay._make_step_size = lambda: ReplayedSchedule(learned)
-    replay.partial_fit(X)
+    schedule = ReplayedSchedule(learned)
+    assert isinstance(schedule, StepSize)
+    monkeypatch.setattr(
+        Mechanisms, "build_step_size", lambda settings, shape, dtype: schedule
+    )
+    replay = SmoothedLDA(L=1, **PARAMS).partial_fit(X)
     assert_array_equal(replay.components_, filtered.components_)
 
 
 class ReplayedSchedule:
-    """A schedule that plays back given step sizes."""
+    """A step size that plays back given step sizes."""
 
     monte_carlo_batches = 0
     observes_target = False
@@ -241,8 +245,14 @@ class ReplayedSchedule:
     def __init__(self, step_sizes):
         self.step_sizes = step_sizes
 
-    def __call__(self, step, target, current, workers):
+    def start(self, targets, current):
+        pass
+
+    def __call__(self, step, target, current):
         return self.step_sizes[step - 1]
+
+    def state(self):
+        return {}
 
 
 @pytest.mark.parametrize("filter", ["student-t", "gaussian", "adaptive"])
@@ -259,7 +269,7 @@ def test_step_size_rises_when_the_stream_changes(filter):
     after = make_lda_corpus(random_state=1, **shape)[0]  # other topics
     model = FilteredLDA(
         n_components=4,
-        filter=filter,
+        learning_rate=filter,
         batch_size=50,
         total_samples=1000,
         random_state=0,
@@ -278,7 +288,7 @@ def test_step_size_rises_when_the_stream_changes(filter):
 def test_filtered_model_resumes_exactly_and_ignores_n_jobs(planted_corpus, filter):
     X = planted_corpus[0]
     first, second = X[:330], X[330:]
-    params = dict(PARAMS, filter=filter)
+    params = dict(PARAMS, learning_rate=filter)
     uninterrupted = FilteredLDA(**params).partial_fit(first).partial_fit(second)
     interrupted = FilteredLDA(**params).partial_fit(first)
     resumed = pickle.loads(pickle.dumps(interrupted)).partial_fit(second)
@@ -293,7 +303,7 @@ def test_filtered_model_resumes_exactly_and_ignores_n_jobs(planted_corpus, filte
 def test_filter_state(planted_corpus):
     X = planted_corpus[0]
     states = {
-        filter: FilteredLDA(filter=filter, **PARAMS).partial_fit(X).filter_state_
+        filter: FilteredLDA(learning_rate=filter, **PARAMS).partial_fit(X).filter_state_
         for filter in ("student-t", "gaussian", "adaptive")
     }
     assert set(states["adaptive"]) == {"drift", "noise", "window"}

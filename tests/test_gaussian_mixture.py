@@ -43,7 +43,7 @@ def blobs():
             covariance_type="diag",
             L=3,
             M=8,
-            step_size="student-t",
+            learning_rate="student-t",
         ),
     ]
 )
@@ -65,7 +65,9 @@ def test_batch_mode_is_bayesian_gaussian_mixture(iris, covariance_type, weight_p
         random_state=0,
     )
     reference = BayesianGaussianMixture(**common).fit(iris)
-    ours = SVIGaussianMixture(batch_size=len(iris), step_size=1.0, **common).fit(iris)
+    ours = SVIGaussianMixture(batch_size=len(iris), learning_rate=1.0, **common).fit(
+        iris
+    )
     assert ours.converged_ and reference.converged_
     assert ours.n_iter_ == reference.n_iter_
     reference_bound = float(np.ravel(reference.lower_bound_)[0])
@@ -90,7 +92,7 @@ def test_batch_mode_is_bayesian_gaussian_mixture(iris, covariance_type, weight_p
 
 def test_batch_mode_raises_the_lower_bound_every_pass(iris):
     model = SVIGaussianMixture(
-        n_components=5, batch_size=len(iris), step_size=1.0, max_iter=40, tol=0.0
+        n_components=5, batch_size=len(iris), learning_rate=1.0, max_iter=40, tol=0.0
     )
     with pytest.warns(ConvergenceWarning, match="did not converge"):
         model.set_params(random_state=1).fit(iris)
@@ -121,7 +123,7 @@ def test_dirichlet_process_prunes_unused_components(blobs):
         n_components=10,
         weight_concentration_prior=0.01,
         batch_size=200,
-        step_size=0.3,
+        learning_rate=0.3,
         max_iter=30,
         random_state=0,
     ).fit(X)
@@ -137,7 +139,7 @@ def test_pickle_mid_stream_resumes_exactly(blobs):
         total_samples=len(X),
         L=5,
         M=50,
-        step_size="student-t",
+        learning_rate="student-t",
         random_state=0,
     )
     uninterrupted = SVIGaussianMixture(**params).partial_fit(X[:1500])
@@ -198,7 +200,7 @@ def test_smoothing_annealing_and_filtering_compose(blobs):
         batch_size=200,
         L=10,
         M=100,
-        step_size="student-t",
+        learning_rate="student-t",
         max_iter=5,
         random_state=0,
     )
@@ -218,7 +220,7 @@ def test_pipeline_and_grid_search(blobs):
             n_components=3,
             batch_size=100,
             max_iter=2,
-            step_size="student-t",
+            learning_rate="student-t",
             random_state=0,
         ),
     )

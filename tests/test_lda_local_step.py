@@ -8,31 +8,31 @@ from scipy import stats
 from scipy.special import digamma
 from sklearn.decomposition import LatentDirichletAllocation
 
-import sklearn_svi._lda
-from sklearn_svi import SmoothedLDA, _lda_fast, make_lda_corpus
+import sklearn_svi.lda._local_step
+from sklearn_svi import SmoothedLDA, make_lda_corpus
 from sklearn_svi._completion import complete_documents, log_predictive
-from sklearn_svi._lda import START_SPREAD
-from sklearn_svi._threads import Workers
+from sklearn_svi.lda import _fast
+from sklearn_svi.lda._local_step import START_SPREAD
 
 
 def compiled_kernels():
     """The kernel built for any processor, and the wider ones where they run."""
-    kernels = [pytest.param(_lda_fast, id="portable")]
-    if _lda_fast.cpu_has_avx2_fma():
-        from sklearn_svi import _lda_fast_avx2
+    kernels = [pytest.param(_fast, id="portable")]
+    if _fast.cpu_has_avx2_fma():
+        from sklearn_svi.lda import _fast_avx2
 
-        kernels.append(pytest.param(_lda_fast_avx2, id="avx2"))
-    if _lda_fast.cpu_has_avx512():
-        from sklearn_svi import _lda_fast_avx512
+        kernels.append(pytest.param(_fast_avx2, id="avx2"))
+    if _fast.cpu_has_avx512():
+        from sklearn_svi.lda import _fast_avx512
 
-        kernels.append(pytest.param(_lda_fast_avx512, id="avx512"))
+        kernels.append(pytest.param(_fast_avx512, id="avx512"))
     return kernels
 
 
 @pytest.fixture(params=compiled_kernels())
 def kernel(request, monkeypatch):
     """Run the estimators with each compiled kernel this processor can run."""
-    monkeypatch.setattr(sklearn_svi._lda, "_kernel", request.param)
+    monkeypatch.setattr(sklearn_svi.lda._local_step, "_kernel", request.param)
     return request.param
 
 
@@ -126,9 +126,7 @@ def update_start(model, kernel, draw=7):
 
 def update_statistic(model, X, draw=7):
     """sum_d n_dw phi_dwk of the update numbered ``draw``, as a K x V array."""
-    statistic = model._local_statistic(
-        model._prepare_minibatch(X), Workers(1), draw=draw
-    )
+    statistic = model._local_statistic(model._prepare_minibatch(X), draw=draw)
     dense = np.zeros_like(model.components_)
     dense[:, statistic.rows] = statistic.block.T * X.shape[0]
     return dense
@@ -191,7 +189,7 @@ def test_collapsed_step_leaves_out_the_words_own_token():
     model = SmoothedLDA(n_components=2, local_step="cvb0", random_state=0)
     model.fit(sp.csr_matrix(np.array([[1.0, 1.0]])))
     model._natural = np.ascontiguousarray(topic_word.T)
-    model._natural_totals = topic_word.sum(axis=1)
+    model._topic_totals = topic_word.sum(axis=1)
     gamma = model._infer(sp.csr_matrix(np.array([[1.0, 0.0]]))).doc_topic[0]
     mean_beta = topic_word[:, 0] / topic_word.sum(axis=1)
     assert_allclose(gamma - 0.5, mean_beta / mean_beta.sum(), rtol=1e-12)
@@ -202,7 +200,7 @@ def test_score_is_the_mean_field_bound_for_either_step(planted_corpus):
     collapsed = fitted_model(X, local_step="cvb0")
     mean_field = fitted_model(X, local_step="vb")
     mean_field._natural = collapsed._natural
-    mean_field._natural_totals = collapsed._natural_totals
+    mean_field._topic_totals = collapsed._topic_totals
     assert collapsed.score(X) == mean_field.score(X)
     assert collapsed.perplexity(X) == mean_field.perplexity(X)
     assert not np.allclose(collapsed.transform(X), mean_field.transform(X))
@@ -283,14 +281,14 @@ def test_empty_documents_get_prior_proportions(planted_corpus, kernel):
 
 
 def test_the_fastest_kernel_this_processor_runs_is_used():
-    from sklearn_svi._lda import _select_kernel
+    from sklearn_svi.lda._local_step import _select_kernel
 
-    if _lda_fast.cpu_has_avx512():
-        assert _select_kernel().__name__ == "sklearn_svi._lda_fast_avx512"
-    elif _lda_fast.cpu_has_avx2_fma():
-        assert _select_kernel().__name__ == "sklearn_svi._lda_fast_avx2"
+    if _fast.cpu_has_avx512():
+        assert _select_kernel().__name__ == "sklearn_svi.lda._fast_avx512"
+    elif _fast.cpu_has_avx2_fma():
+        assert _select_kernel().__name__ == "sklearn_svi.lda._fast_avx2"
     else:
-        assert _select_kernel() is _lda_fast
+        assert _select_kernel() is _fast
 
 
 def test_float_mode_of_the_calling_thread_is_restored(planted_corpus, kernel):
@@ -374,12 +372,10 @@ def test_update_statistic_of_a_document_does_not_depend_on_its_minibatch(
     # share of the statistic is the same alone and among others.
     X = planted_corpus[0][:50].astype(np.float64)
     model = fitted_model(X)
-    together = model._local_statistic(model._prepare_minibatch(X), Workers(1), draw=3)
+    together = model._local_statistic(model._prepare_minibatch(X), draw=3)
     alone = sum(
         dense_statistic(
-            model._local_statistic(
-                model._prepare_minibatch(X[[d]]), Workers(1), draw=3
-            ),
+            model._local_statistic(model._prepare_minibatch(X[[d]]), draw=3),
             model._natural.shape,
         )
         for d in range(X.shape[0])

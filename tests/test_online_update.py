@@ -22,7 +22,7 @@ from sklearn_svi._mechanisms import (
     SmoothingWindow,
     SparseStatistic,
 )
-from sklearn_svi._threads import Workers, thread_workers
+from sklearn_svi._threads import thread_pool
 
 PARAMS = dict(
     n_components=4,
@@ -42,16 +42,14 @@ def dense_reference_run(X, L, **params):
     """
     probe = SmoothedLDA(L=1, **params)
     X = probe._check_training_data(X, reset=True)
-    probe._initialize_online(X, params["total_samples"], Workers(1))
+    probe._initialize_online(X, params["total_samples"], probe._mechanism_settings())
     topic_word = probe._natural.copy()
     eta = 1 / params["n_components"]
     statistics = []
     for t, batch in enumerate(gen_batches(X.shape[0], params["batch_size"]), start=1):
         probe._natural = topic_word
-        probe._natural_totals = probe._sum_natural(Workers(1))
-        statistic = probe._local_statistic(
-            probe._prepare_minibatch(X[batch]), Workers(1), draw=t
-        )
+        probe._topic_totals = probe._sum_topics()
+        statistic = probe._local_statistic(probe._prepare_minibatch(X[batch]), draw=t)
         dense = np.zeros_like(topic_word)
         dense[statistic.rows] = statistic.block
         statistics.append(dense)
@@ -195,7 +193,7 @@ def test_batch_mode_increases_the_bound_every_step(planted_corpus):
         L=1,
         batch_size=X.shape[0],
         total_samples=X.shape[0],
-        step_size=1.0,
+        learning_rate=1.0,
         mean_change_tol=1e-9,
         max_doc_update_iter=2000,
         random_state=0,
@@ -279,7 +277,7 @@ def test_smoothing_divides_the_variance_by_about_L(planted_corpus):
     single, smoothed = [], []
     for t in range(n_draws):
         statistic = model._local_statistic(
-            model._prepare_minibatch(X[rng.choice(X.shape[0], size=10)]), Workers(1)
+            model._prepare_minibatch(X[rng.choice(X.shape[0], size=10)])
         )
         window.push(statistic)
         dense = np.zeros(model._natural.shape)
@@ -312,7 +310,7 @@ def test_update_keeps_the_sums_of_lambda(planted_corpus, make_model):
     if isinstance(model, AnnealedLDA):
         assert model.n_projected_ > 0
     assert_allclose(
-        model._natural_totals,
+        model._topic_totals,
         model._natural.sum(axis=0, dtype=np.float64),
         rtol=1e-12,
     )
@@ -326,8 +324,8 @@ def test_initial_topics_are_scikit_learns_whatever_n_jobs(dtype):
     expected = np.random.RandomState(0).gamma(100.0, 0.01, (20, 300)).T
     for n_jobs in (1, 2):
         model = SmoothedLDA(n_components=20, random_state=0)
-        with thread_workers(n_jobs) as workers:
-            model._initialize_online(X, 5, workers)
+        with thread_pool(n_jobs):
+            model._initialize_online(X, 5, model._mechanism_settings())
         assert model._natural.dtype == dtype
         assert model._natural.flags.c_contiguous
         assert_array_equal(model._natural, expected.astype(dtype))

@@ -8,7 +8,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 from scipy.special import gammaln, psi
 
 from sklearn_svi import AnnealedLDA, FilteredLDA, SmoothedLDA
-from sklearn_svi._lda import (
+from sklearn_svi.lda._dirichlet import (
     _dirichlet_newton_direction,
     _positive_step,
     _symmetric_dirichlet_maximum,
@@ -64,7 +64,7 @@ def test_learned_priors_raise_the_bound_of_batch_variational_bayes(planted_corpu
         local_step="vb",
         batch_size=X.shape[0],
         total_samples=X.shape[0],
-        step_size=1.0,
+        learning_rate=1.0,
         mean_change_tol=1e-8,
         max_doc_update_iter=1000,
         random_state=0,

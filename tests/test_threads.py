@@ -7,7 +7,15 @@ import numpy as np
 import pytest
 
 from sklearn_svi._mechanisms import SparseStatistic
-from sklearn_svi._threads import Workers, thread_workers
+from sklearn_svi._threads import (
+    Workers,
+    map_rows,
+    n_threads,
+    prefetch,
+    run_calls,
+    sum_rows,
+    thread_pool,
+)
 from sklearn_svi._update_fast import form_target, replace_rows, step_toward_target
 
 
@@ -20,16 +28,16 @@ def test_every_chunk_runs_once_and_results_keep_their_order(n_jobs):
         time.sleep(0.001 * (index % 3))
         return index * index
 
-    with thread_workers(n_jobs) as workers:
-        results = workers.run(chunk, [(index,) for index in range(25)])
+    with thread_pool(n_jobs):
+        results = run_calls(chunk, [(index,) for index in range(25)])
     assert results == [index * index for index in range(25)]
     assert sorted(calls) == list(range(25))
 
 
 def test_calling_thread_takes_chunks_too():
     caller = threading.get_ident()
-    with thread_workers(2) as workers:
-        idents = workers.run(
+    with thread_pool(2):
+        idents = run_calls(
             lambda: (time.sleep(0.01), threading.get_ident())[1], [()] * 8
         )
     assert caller in idents
@@ -45,72 +53,79 @@ def test_failed_chunk_raises_after_the_other_chunks_finished():
         time.sleep(0.005)
         finished.append(index)
 
-    with thread_workers(2) as workers:
+    with thread_pool(2):
         with pytest.raises(ValueError, match="chunk 0 failed"):
-            workers.run(chunk, [(index,) for index in range(6)])
-        # Nothing runs on after run() has raised.
+            run_calls(chunk, [(index,) for index in range(6)])
+        # Nothing runs on after run_calls has raised.
         count = len(finished)
         time.sleep(0.05)
         assert len(finished) == count == 5
 
 
-def test_deferred_call_runs_on_a_helper_during_a_run_that_starts_it():
-    caller = threading.get_ident()
-    calls = []
-
-    def deferred_work(value):
-        calls.append(threading.get_ident())
-        return value + 1
-
-    with thread_workers(2) as workers:
-        deferred = workers.defer(deferred_work, 41)
-        workers.run(time.sleep, [(0.01,)] * 2)
-        assert calls == []  # a run that does not start it leaves it alone
-        workers.run(time.sleep, [(0.05,)] * 2, start_deferred=True)
-        assert len(calls) == 1 and calls[0] != caller
-        assert deferred.result() == 42
-        assert deferred.result() == 42
-    assert len(calls) == 1
+def test_pool_is_active_inside_its_context_only():
+    assert n_threads() == 1
+    with thread_pool(2):
+        assert n_threads() == 2
+        with thread_pool(1):
+            assert n_threads() == 1
+        assert n_threads() == 2
+    assert n_threads() == 1
 
 
 @pytest.mark.parametrize("n_jobs", [1, 2])
-def test_deferred_call_not_started_runs_when_its_result_is_asked(n_jobs):
+def test_row_work_covers_the_rows_and_sums_in_a_fixed_order(n_jobs):
+    values = np.random.default_rng(0).normal(size=10_001)
+    with thread_pool(n_jobs):
+        spans = map_rows(lambda span: span, values.size)
+        total = sum_rows(lambda span: values[span].sum(), values.size, 1000)
+    assert [i for span in spans for i in range(values.size)[span]] == list(
+        range(values.size)
+    )
+    assert total == sum(values[i : i + 1000].sum() for i in range(0, 10_001, 1000))
+
+
+def test_prefetch_starts_on_a_helper_at_once():
+    caller = threading.get_ident()
+    started = threading.Event()
+    calls = []
+
+    def prefetched(value):
+        calls.append(threading.get_ident())
+        started.set()
+        return value + 1
+
+    with thread_pool(2):
+        call = prefetch(prefetched, 41)
+        # Started without anyone asking for the result.
+        assert started.wait(timeout=5)
+        assert call.result() == 42
+        assert call.result() == 42
+    assert len(calls) == 1 and calls[0] != caller
+
+
+def test_prefetch_without_helpers_runs_when_its_result_is_asked():
     caller = threading.get_ident()
     calls = []
 
-    def deferred_work():
+    def prefetched():
         calls.append(threading.get_ident())
         return "done"
 
-    with thread_workers(n_jobs) as workers:
-        deferred = workers.defer(deferred_work)
-        assert calls == []
-        assert deferred.result() == "done"
-        # Already computed: a later run does not start it again.
-        workers.run(time.sleep, [(0.001,)] * 2, start_deferred=True)
+    call = prefetch(prefetched)
+    assert calls == []
+    assert call.result() == "done"
     assert calls == [caller]
 
 
-def test_deferred_calls_computed_in_place_are_not_kept():
-    # A model whose runs never start deferred calls computes each one in
-    # place; the workers must not hold on to them (nor to their values).
-    with thread_workers(2) as workers:
-        for value in range(100):
-            assert workers.defer(int, value).result() == value
-        assert len(workers._deferred) <= 1
-
-
-@pytest.mark.parametrize("start", [False, True])
-def test_deferred_call_that_fails_raises_from_result(start):
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_prefetch_that_fails_raises_from_result(n_jobs):
     def failing():
-        raise ValueError("deferred call failed")
+        raise ValueError("prefetched call failed")
 
-    with thread_workers(2) as workers:
-        deferred = workers.defer(failing)
-        if start:
-            workers.run(time.sleep, [(0.001,)] * 2, start_deferred=True)
-        with pytest.raises(ValueError, match="deferred call failed"):
-            deferred.result()
+    with thread_pool(n_jobs):
+        call = prefetch(failing)
+        with pytest.raises(ValueError, match="prefetched call failed"):
+            call.result()
 
 
 @pytest.mark.parametrize("n_threads", [1, 2, 3])

@@ -31,55 +31,28 @@ from sklearn.utils import check_array, check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._mechanisms import SparseStatistic
-from ._online import OnlineUpdateMixin
+from .._mechanisms import (
+    FILTER_CONSTRAINTS,
+    SCHEDULE_CONSTRAINTS,
+    Mechanisms,
+    SparseStatistic,
+    learning_rate_constraint,
+    renamed_constraint,
+)
+from .._online import OnlineUpdateMixin
+from .._threads import sum_rows
+from ._normal_wishart import (
+    _check_shape,
+    _log_det_cholesky,
+    _log_gaussian_density,
+    _NaturalLayout,
+    _precision_cholesky,
+    _precisions,
+)
 
 # Samples per block of the local step: blocks run on the threads and their
 # statistics are added in order, so the result does not depend on n_jobs.
 _LOCAL_BLOCK_SIZE = 4096
-
-
-class _NaturalLayout:
-    """Where each natural parameter sits among the rows of lambda.
-
-    lambda has one column per component. Its rows are beta, nu, beta m
-    (n_features rows), Psi (n_features^2 rows for "full" and "tied",
-    n_features for "diag", 1 for "spherical"), the weight concentrations
-    (two rows, a and b, for the stick-breaking prior; one for the Dirichlet
-    prior) and a last row that tracks the entropy of the responsibilities
-    summed over the samples, which the lower bound needs.
-
-    "tied" keeps one Psi per component, like "full": the tied scale is their
-    mean, which keeps every row linear in the statistics.
-
-    Parameters
-    ----------
-    n_features : int
-        Dimension of the data.
-    covariance_type : str
-        "full", "tied", "diag" or "spherical".
-    stick_breaking : bool
-        Whether the weights have the Dirichlet process prior.
-    """
-
-    def __init__(self, n_features, covariance_type, stick_breaking):
-        self.n_features = n_features
-        self.covariance_type = covariance_type
-        self.stick_breaking = stick_breaking
-        n_scale = {
-            "full": n_features**2,
-            "tied": n_features**2,
-            "diag": n_features,
-            "spherical": 1,
-        }[covariance_type]
-        self.beta = 0
-        self.dof = 1
-        self.mean = slice(2, 2 + n_features)
-        self.scale = slice(self.mean.stop, self.mean.stop + n_scale)
-        n_weight_rows = 2 if stick_breaking else 1
-        self.weights = slice(self.scale.stop, self.scale.stop + n_weight_rows)
-        self.entropy = self.weights.stop
-        self.n_rows = self.entropy + 1
 
 
 class SVIGaussianMixture(DensityMixin, OnlineUpdateMixin, BaseEstimator):
@@ -95,7 +68,7 @@ class SVIGaussianMixture(DensityMixin, OnlineUpdateMixin, BaseEstimator):
     the Normal-Wishart and Dirichlet factors; ``means_``, ``covariances_``,
     ``weights_`` and the other attributes are derived after each update.
 
-    With ``batch_size`` at least the number of samples, ``step_size=1.0``,
+    With ``batch_size`` at least the number of samples, ``learning_rate=1.0``,
     ``L=1`` and no annealing, each pass of ``fit`` is one iteration of
     BayesianGaussianMixture's variational EM, from the same initialisation.
 
@@ -141,7 +114,7 @@ class SVIGaussianMixture(DensityMixin, OnlineUpdateMixin, BaseEstimator):
         Number of samples per minibatch.
     total_samples : float, default=1e6
         Number of samples N of the data set, used by ``partial_fit``.
-    step_size : {"robbins-monro", "student-t", "gaussian", "adaptive"} or \
+    learning_rate : {"robbins-monro", "student-t", "gaussian", "adaptive"} or \
             float, default="robbins-monro"
         ``"robbins-monro"`` is ``(learning_offset + t) ** -learning_decay``;
         ``"student-t"`` and ``"gaussian"`` take the gain of a variational
@@ -183,6 +156,12 @@ class SVIGaussianMixture(DensityMixin, OnlineUpdateMixin, BaseEstimator):
         again.
     verbose : int, default=0
         Print progress when positive.
+    step_size : str or float
+        Former name of ``learning_rate``.
+
+        .. deprecated:: 0.1
+           ``step_size`` was renamed ``learning_rate`` in 0.1 and will be
+           removed in 0.3.
 
     Attributes
     ----------
@@ -257,7 +236,7 @@ degrees_of_freedom_prior_, covariance_prior_
     >>> from sklearn_svi import SVIGaussianMixture
     >>> rng = np.random.RandomState(0)
     >>> X = np.vstack([rng.normal(-4, 1, (500, 2)), rng.normal(4, 1, (500, 2))])
-    >>> gmm = SVIGaussianMixture(n_components=5, batch_size=100, step_size=0.3,
+    >>> gmm = SVIGaussianMixture(n_components=5, batch_size=100, learning_rate=0.3,
     ...                          max_iter=30, random_state=0).fit(X)
     >>> int(np.sum(gmm.weights_ > 0.05))
     2
@@ -267,12 +246,10 @@ degrees_of_freedom_prior_, covariance_prior_
 
     _parameter_constraints: dict = {
         **OnlineUpdateMixin._online_parameter_constraints,
-        **OnlineUpdateMixin._schedule_parameter_constraints,
-        **OnlineUpdateMixin._filter_parameter_constraints,
-        "step_size": [
-            StrOptions({"robbins-monro", "student-t", "gaussian", "adaptive"}),
-            Interval(Real, 0, 1, closed="right"),
-        ],
+        **SCHEDULE_CONSTRAINTS,
+        **FILTER_CONSTRAINTS,
+        "learning_rate": learning_rate_constraint(),
+        "step_size": renamed_constraint(learning_rate_constraint()),
         "n_components": [Interval(Integral, 1, None, closed="left")],
         "covariance_type": [StrOptions({"full", "tied", "diag", "spherical"})],
         "tol": [Interval(Real, 0, None, closed="left")],
@@ -315,7 +292,7 @@ degrees_of_freedom_prior_, covariance_prior_
         covariance_prior=None,
         batch_size=256,
         total_samples=1e6,
-        step_size="robbins-monro",
+        learning_rate="robbins-monro",
         learning_offset=10.0,
         learning_decay=0.7,
         prior_variance=0.0,
@@ -330,6 +307,7 @@ degrees_of_freedom_prior_, covariance_prior_
         random_state=None,
         warm_start=False,
         verbose=0,
+        step_size="deprecated",
     ):
         self.n_components = n_components
         self.covariance_type = covariance_type
@@ -345,7 +323,7 @@ degrees_of_freedom_prior_, covariance_prior_
         self.covariance_prior = covariance_prior
         self.batch_size = batch_size
         self.total_samples = total_samples
-        self.step_size = step_size
+        self.learning_rate = learning_rate
         self.learning_offset = learning_offset
         self.learning_decay = learning_decay
         self.prior_variance = prior_variance
@@ -360,6 +338,21 @@ degrees_of_freedom_prior_, covariance_prior_
         self.random_state = random_state
         self.warm_start = warm_start
         self.verbose = verbose
+        self.step_size = step_size
+
+    def _mechanism_settings(self):
+        return Mechanisms(
+            window_length=self.L,
+            effective_batch_size=self.M,
+            effective_batch_growth=self.M_growth,
+            learning_rate=self._renamed_parameter("learning_rate", "step_size"),
+            learning_offset=self.learning_offset,
+            learning_decay=self.learning_decay,
+            prior_variance=self.prior_variance,
+            prior_dof=self.prior_dof,
+            bias_correction=self.bias_correction,
+            min_step_size=self.min_step_size,
+        )
 
     # -- validation and priors ---------------------------------------------------
 
@@ -540,7 +533,7 @@ degrees_of_freedom_prior_, covariance_prior_
         statistic[layout.entropy] = entropy
         return statistic
 
-    def _local_statistic(self, X, workers, sample_weight=None, draw=0):
+    def _local_statistic(self, X, sample_weight=None, draw=0):
         """Mean statistic of the minibatch: responsibilities on the threads.
 
         The local step draws no random numbers, so ``draw`` is unused.
@@ -555,12 +548,10 @@ degrees_of_freedom_prior_, covariance_prior_
             entropy = -np.sum(resp * log_resp, axis=0)
             return self._sufficient_statistics(X_block, resp, entropy)
 
-        total = workers.sum_over_rows(
-            block_statistic, X.shape[0], block_rows=_LOCAL_BLOCK_SIZE
-        )
+        total = sum_rows(block_statistic, X.shape[0], block_rows=_LOCAL_BLOCK_SIZE)
         return SparseStatistic(np.arange(len(total)), total / X.shape[0])
 
-    def _project_natural(self, workers):
+    def _project_natural(self):
         """Move lambda back into the set that holds every plain SVI iterate.
 
         Annealing weights can be negative. Every plain iterate has
@@ -762,8 +753,8 @@ degrees_of_freedom_prior_, covariance_prior_
             - 0.5 * n_features * np.sum(np.log(self.mean_precision_))
         )
 
-    def _initialize_online(self, X, n_total, workers):
-        super()._initialize_online(X, n_total, workers)
+    def _initialize_online(self, X, n_total, mechanisms):
+        super()._initialize_online(X, n_total, mechanisms)
         self.lower_bounds_ = []
         self.converged_ = False
         self.lower_bound_ = -np.inf
@@ -790,7 +781,7 @@ degrees_of_freedom_prior_, covariance_prior_
                 stacklevel=4,
             )
 
-    def _evaluation_score(self, X, workers):
+    def _evaluation_score(self, X):
         return float(np.mean(self._log_responsibilities(X)[0]))
 
     # -- public API ----------------------------------------------------------------
@@ -913,84 +904,3 @@ degrees_of_freedom_prior_, covariance_prior_
         )
         y = np.repeat(np.arange(self.n_components), counts)
         return X, y
-
-
-def _check_shape(array, shape, name):
-    if array.shape != shape:
-        raise ValueError(
-            f"The parameter '{name}' should have the shape of {shape}, but got "
-            f"{array.shape}."
-        )
-
-
-def _precision_cholesky(covariances, covariance_type):
-    """Cholesky factors of the inverses of ``covariances``."""
-    if covariance_type in ("diag", "spherical"):
-        return 1.0 / np.sqrt(covariances)
-    stacked = covariances[np.newaxis] if covariance_type == "tied" else covariances
-    factors = np.empty_like(stacked)
-    for k, covariance in enumerate(stacked):
-        try:
-            lower = linalg.cholesky(covariance, lower=True)
-        except linalg.LinAlgError as error:
-            raise ValueError(
-                "A covariance matrix is not positive definite; increase "
-                "reg_covar or scale the data."
-            ) from error
-        factors[k] = linalg.solve_triangular(
-            lower, np.eye(len(covariance)), lower=True
-        ).T
-    return factors[0] if covariance_type == "tied" else factors
-
-
-def _precisions(precisions_cholesky, covariance_type):
-    if covariance_type == "full":
-        return precisions_cholesky @ np.swapaxes(precisions_cholesky, 1, 2)
-    if covariance_type == "tied":
-        return precisions_cholesky @ precisions_cholesky.T
-    return precisions_cholesky**2
-
-
-def _log_det_cholesky(precisions_cholesky, covariance_type, n_features):
-    """log |P| of each precision's Cholesky factor P."""
-    if covariance_type == "full":
-        return np.sum(
-            np.log(np.diagonal(precisions_cholesky, axis1=1, axis2=2)), axis=1
-        )
-    if covariance_type == "tied":
-        return np.sum(np.log(np.diag(precisions_cholesky)))
-    if covariance_type == "diag":
-        return np.sum(np.log(precisions_cholesky), axis=1)
-    return n_features * np.log(precisions_cholesky)
-
-
-def _log_gaussian_density(X, means, precisions_cholesky, covariance_type):
-    """log N(x | m_k, (P_k P_k^T)^-1) for every sample and component."""
-    n_samples, n_features = X.shape
-    n_components = means.shape[0]
-    log_det = _log_det_cholesky(precisions_cholesky, covariance_type, n_features)
-    if covariance_type in ("full", "tied"):
-        squared = np.empty((n_samples, n_components), dtype=X.dtype)
-        for k in range(n_components):
-            factor = (
-                precisions_cholesky
-                if covariance_type == "tied"
-                else precisions_cholesky[k]
-            )
-            projected = X @ factor - means[k] @ factor
-            squared[:, k] = np.sum(projected**2, axis=1)
-    elif covariance_type == "diag":
-        precisions = precisions_cholesky**2
-        squared = (
-            np.sum(means**2 * precisions, axis=1)
-            - 2.0 * X @ (means * precisions).T
-            + (X**2) @ precisions.T
-        )
-    else:
-        precisions = precisions_cholesky**2
-        squared = (
-            np.sum(means**2, axis=1) * precisions
-            - 2.0 * (X @ means.T) * precisions
-            + np.outer(np.sum(X**2, axis=1), precisions)
-        )
-    return -0.5 * (n_features * np.log(2 * np.pi) + squared) + log_det

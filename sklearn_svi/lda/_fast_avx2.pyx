@@ -1,7 +1,7 @@
 # cython: boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """The compiled LDA local step built with AVX2 and FMA instructions.
 
-The same code as _lda_fast; import it only where cpu_has_avx2_fma() is true.
+The same code as _fast; import it only where cpu_has_avx2_fma() is true.
 """
 
-include "_lda_kernel.pxi"
+include "_kernel.pxi"

@@ -15,19 +15,19 @@ products with the document's K x n_words block of exp E[log beta]:
     gamma_dk = alpha + exp E[log theta_dk] sum_w (n_dw / norm_w) exp E[log beta_kw]
 
 The block is gathered once per document into a contiguous buffer, word by
-word, its rows padded to whole vectors (_lda_sweep.h). Each iteration reads
+word, its rows padded to whole vectors (_sweep.h). Each iteration reads
 the block once, eight words at a time: their eight normalisers are
 independent sums the processor overlaps, and their rows, still in the
 first-level cache, are then added to the topic sums. The loops release the
 GIL: the threads of a minibatch take its documents one at a time from a
 shared counter.
 
-This module is built for any processor of its architecture; _lda_fast_avx2
-and _lda_fast_avx512 are the same code built with AVX2 and FMA, and with
+This module is built for any processor of its architecture; _fast_avx2
+and _fast_avx512 are the same code built with AVX2 and FMA, and with
 AVX-512 instructions.
 """
 
-include "_lda_kernel.pxi"
+include "_kernel.pxi"
 
 
 cdef extern from *:

@@ -1,5 +1,5 @@
-# The compiled LDA local step, included by _lda_fast.pyx (built for any
-# processor) and _lda_fast_avx2.pyx (built with AVX2 and FMA instructions).
+# The compiled LDA local step, included by _fast.pyx (built for any
+# processor) and _fast_avx2.pyx (built with AVX2 and FMA instructions).
 
 from cython cimport floating
 from libc.float cimport DBL_EPSILON, FLT_EPSILON
@@ -307,7 +307,7 @@ cdef inline void _exp_dirichlet_expectation(
         out[k] = <floating> (work[k] * total)
 
 
-cdef extern from "_lda_sweep.h":
+cdef extern from "_sweep.h":
     enum:
         SKLEARN_SVI_DOUBLE_LANES
         SKLEARN_SVI_FLOAT_LANES
@@ -350,7 +350,7 @@ cdef inline void _sweep(
     Py_ssize_t n_padded,
     floating eps,
 ) noexcept nogil:
-    """One pass of the fixed point over the block (_lda_sweep.h).
+    """One pass of the fixed point over the block (_sweep.h).
 
     ratio_w = n_dw / (sum_k exp E[log theta_k] exp E[log beta_kw] + eps) and
     topic_sum_k = sum_w ratio_w exp E[log beta_kw].

@@ -1,0 +1,47 @@
+"""Model-agnostic mechanisms of the online update.
+
+Each mechanism changes one line of the stochastic variational inference
+update (see :class:`sklearn_svi._online.OnlineUpdateMixin`) and knows nothing
+about the model: it sees the global variational parameter lambda only as an
+array of shape (n_params, n_components) and minibatch statistics only as
+row blocks of such an array.
+"""
+
+from ._annealing import AnnealingWeights
+from ._filters import AdaptiveGain, GaussianFilter, StudentTFilter
+from ._settings import (
+    FILTER_CONSTRAINTS,
+    FILTERS,
+    SCHEDULE_CONSTRAINTS,
+    SCHEDULES,
+    Mechanisms,
+    learning_rate_constraint,
+    renamed_constraint,
+)
+from ._smoothing import SmoothingWindow, SparseStatistic
+from ._step_sizes import (
+    ConstantStepSize,
+    FilteredStepSize,
+    RobbinsMonroStepSize,
+    StepSize,
+)
+
+__all__ = [
+    "FILTERS",
+    "FILTER_CONSTRAINTS",
+    "SCHEDULES",
+    "SCHEDULE_CONSTRAINTS",
+    "AdaptiveGain",
+    "AnnealingWeights",
+    "ConstantStepSize",
+    "FilteredStepSize",
+    "GaussianFilter",
+    "Mechanisms",
+    "RobbinsMonroStepSize",
+    "SmoothingWindow",
+    "SparseStatistic",
+    "StepSize",
+    "StudentTFilter",
+    "learning_rate_constraint",
+    "renamed_constraint",
+]

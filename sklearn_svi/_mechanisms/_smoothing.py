@@ -1,0 +1,132 @@
+"""Smoothed statistics: the window of Mandt & Blei (2014)."""
+
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._threads import map_rows
+from .._update_fast import replace_rows
+
+
+@dataclass(frozen=True)
+class SparseStatistic:
+    """A minibatch statistic that is non-zero only on some rows.
+
+    For LDA a row is a word, and a minibatch touches only its own words.
+
+    Parameters
+    ----------
+    rows : ndarray of shape (n_rows,)
+        Indices of the rows the statistic covers, sorted.
+    block : ndarray of shape (n_rows, n_components)
+        The values on those rows.
+    """
+
+    rows: np.ndarray
+    block: np.ndarray
+
+    @property
+    def nbytes(self):
+        """Memory held by the statistic, in bytes."""
+        return self.block.nbytes + self.rows.nbytes
+
+    def restricted_to(self, span):
+        """The row indices and values that fall in the slice ``span``."""
+        first, last = np.searchsorted(self.rows, [span.start, span.stop])
+        return self.rows[first:last], self.block[first:last]
+
+
+def _replace_rows(total, oldest, newest, span):
+    """sum <- sum - S_{t-L} + S_t on the rows of ``span`` (eq. 11)."""
+    old_rows, old_block = (
+        (np.empty(0, dtype=np.intp), total[:0])
+        if oldest is None
+        else oldest.restricted_to(span)
+    )
+    replace_rows(total, old_rows, old_block, *newest.restricted_to(span))
+
+
+class SmoothingWindow:
+    """Mean of the last ``length`` minibatch statistics (Mandt & Blei 2014).
+
+    The smoothed statistic of Mandt & Blei's Algorithm 1 is the window mean
+    S~_t = (1/L) sum_{j<L} S_{t-j}. For L > 1 it is kept as a dense running
+    sum that is updated with the running-sum recursion of their eq. 11,
+
+        sum_t = sum_{t-1} - S_{t-L} + S_t,
+
+    while the queued statistics are stored sparsely, as row blocks, so the
+    window's memory grows with the words actually seen and not with
+    L x n_params x n_components. During warm-up, before L statistics have
+    arrived, the mean is taken over those stored.
+
+    With ``length=1`` the sum is the latest statistic itself, rows and
+    values, and no dense array is kept: the update, plain SVI bit for bit,
+    reads the statistic on its own rows and moves every other row toward
+    the prior alone.
+
+    Parameters
+    ----------
+    length : int
+        Window length L.
+    shape : tuple of int
+        Shape of the global parameter, (n_params, n_components).
+    dtype : dtype
+        Floating point type of the statistics and of the running sum.
+    """
+
+    def __init__(self, length, shape, dtype):
+        self.length = length
+        self.queue = deque()
+        self.dtype = np.dtype(dtype)
+        self._running_sum = None
+        if length > 1:
+            self._running_sum = SparseStatistic(
+                np.arange(shape[0]), np.zeros(shape, dtype=dtype)
+            )
+
+    @property
+    def sum(self):
+        """sum_{j<count} S_{t-j}, the statistics in the window added up.
+
+        Returns
+        -------
+        sum : SparseStatistic
+            Every row of the parameter for L > 1; for L = 1, the latest
+            statistic's rows.
+        """
+        if self._running_sum is None:
+            return self.queue[-1]
+        return self._running_sum
+
+    def push(self, statistic):
+        """Add the newest statistic, dropping the oldest beyond the window.
+
+        Blocks of rows of the running sum are updated on the active threads.
+
+        Parameters
+        ----------
+        statistic : SparseStatistic
+            The minibatch statistic S_t.
+        """
+        statistic = SparseStatistic(
+            np.asarray(statistic.rows, dtype=np.intp),
+            np.ascontiguousarray(statistic.block, dtype=self.dtype),
+        )
+        oldest = self.queue.popleft() if len(self.queue) == self.length else None
+        self.queue.append(statistic)
+        if self._running_sum is None:
+            return
+        total = self._running_sum.block
+        map_rows(lambda span: _replace_rows(total, oldest, statistic, span), len(total))
+
+    @property
+    def count(self):
+        """Number of statistics currently in the window (at most L)."""
+        return len(self.queue)
+
+    @property
+    def nbytes(self):
+        """Memory of the queued statistics (the running sum excluded)."""
+        return sum(statistic.nbytes for statistic in self.queue)

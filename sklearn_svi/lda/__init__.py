@@ -1,0 +1,6 @@
+"""Latent Dirichlet allocation by smoothed, annealed or filtered SVI."""
+
+from ._estimators import AnnealedLDA, FilteredLDA, SmoothedLDA
+from ._model import top_words
+
+__all__ = ["AnnealedLDA", "FilteredLDA", "SmoothedLDA", "top_words"]

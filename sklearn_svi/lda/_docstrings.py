@@ -1,0 +1,145 @@
+"""The parts of the LDA estimators' docstrings that they share."""
+
+_SHARED_PARAMETERS = """\
+    doc_topic_prior : float or "auto", default=None
+        alpha, the Dirichlet prior of the topic proportions. None means
+        ``1 / n_components``. ``"auto"`` starts there and learns an
+        asymmetric prior, one value per topic: after every update, a step of
+        Newton's method on the minibatch's proportions, as long as the
+        update's own step (empirical Bayes, Hoffman, Blei & Bach 2010).
+    topic_word_prior : float or "auto", default=None
+        eta, the Dirichlet prior of the topics. None means
+        ``1 / n_components``. ``"auto"`` starts there and learns a symmetric
+        prior: after every pass of ``fit`` and every ``partial_fit``, the
+        value that maximises the topics' term of the ELBO at the current
+        topics (once per pass because it needs the digamma of all of
+        lambda).
+    local_step : {"vb", "cvb0"}, default="cvb0"
+        How each document's topic proportions are fitted, in the updates and
+        in ``transform``. ``"vb"`` is the mean-field fixed point of SVI
+        (Hoffman et al. 2013), which weighs topic k of word w by
+        exp E[log theta_dk] exp E[log beta_kw]. ``"cvb0"`` is the collapsed
+        step of stochastic CVB0 (Foulds et al. 2013): each word's topic
+        responsibilities are proportional to E[beta_kw] times the
+        document's expected topic counts without that word's token, plus
+        alpha. It predicts held-out words far better on short texts. The
+        statistic and the update of lambda are the same for both;
+        ``score`` and ``perplexity`` evaluate the ELBO with the ``"vb"``
+        step for either.
+    batch_size : int, default=128
+        Number of documents per minibatch.
+    max_iter : int, default=10
+        Number of passes over the data in ``fit``.
+    total_samples : float, default=1e6
+        Number of documents N of the corpus, used by ``partial_fit``.
+    max_doc_update_iter : int, default=100
+        Maximum number of fixed-point iterations of each document's local
+        step.
+    mean_change_tol : float, default=1e-3
+        The local step stops when the mean absolute change of a document's
+        gamma is below this value.
+    evaluate_every : int, default=-1
+        Record a score in ``evaluation_history_`` every ``evaluate_every``
+        updates; 0 or less records nothing.
+    perp_tol : float, default=0.1
+        ``fit`` stops after a pass when the perplexities of the last two
+        evaluations differ by less than ``perp_tol``.
+    n_jobs : int, default=None
+        Number of threads of the local step and of the update; None means 1,
+        -1 all cores. The result does not depend on it.
+    verbose : int, default=0
+        Print progress when positive.
+    random_state : int, RandomState instance or None, default=None
+        Seed of the initial topics and of the order of the documents in
+        ``fit``.
+"""
+
+_SCHEDULE_PARAMETERS = """\
+    learning_rate : "robbins-monro" or float, default="robbins-monro"
+        The schedule of the step sizes: ``"robbins-monro"`` is
+        ``(learning_offset + t) ** -learning_decay`` for the t-th update; a
+        float in (0, 1] is a constant step size (1 with a minibatch of the
+        whole corpus is batch variational Bayes).
+    learning_offset : float, default=10.0
+        tau_0 of the Robbins-Monro schedule.
+    learning_decay : float, default=0.7
+        kappa of the Robbins-Monro schedule."""
+
+_RENAMED_STEP_SIZE = """\
+    step_size : "robbins-monro" or float
+        Former name of ``learning_rate``.
+
+        .. deprecated:: 0.1
+           ``step_size`` was renamed ``learning_rate`` in 0.1 and will be
+           removed in 0.3."""
+
+_SHARED_ATTRIBUTES = """\
+    components_ : ndarray of shape (n_components, n_features)
+        lambda, the variational Dirichlet parameters of the topics;
+        normalised rows are the topic-word distributions.
+    exp_dirichlet_component_ : ndarray of shape (n_components, n_features)
+        exp E[log beta].
+    doc_topic_prior_ : ndarray of shape (n_components,)
+        alpha, learned if ``doc_topic_prior="auto"``.
+    topic_word_prior_ : float
+        eta, learned if ``topic_word_prior="auto"``.
+    n_batch_iter_ : int
+        Number of minibatch updates made.
+    n_iter_ : int
+        Number of passes made: passes of ``fit``, plus one per call of
+        ``partial_fit``.
+    n_samples_seen_ : int
+        Number of documents used by the updates.
+    evaluation_history_ : dict of lists
+        ``"n_batch_iter"``, ``"n_samples_seen"`` and ``"score"`` of each
+        evaluation: the per-word bound of the documents' terms of the ELBO
+        on ``X_val``, or on the minibatch just used when ``X_val`` is None.
+    step_size_history_ : dict of lists
+        ``"n_batch_iter"`` and ``"step_size"`` of the updates. Every update
+        is recorded until there are 10,000; then every second record is
+        dropped and only every second update is recorded, and so on, so the
+        record spans the whole run in at most 10,000 values.
+    random_state_ : RandomState instance
+        The random state of the fit.
+    n_features_in_ : int
+        Number of features seen during ``fit``.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Names of features seen during ``fit``, when they are all strings.
+"""
+
+
+def estimator_docstring(
+    summary,
+    specific_parameters,
+    specific_attributes,
+    see_also,
+    references,
+    example,
+    renamed_parameters=_RENAMED_STEP_SIZE,
+):
+    """Assemble an LDA estimator's docstring from its own parts and the shared ones."""
+    return f"""{summary}
+
+    Parameters
+    ----------
+    n_components : int, default=10
+        Number of topics K.
+{specific_parameters}
+{_SHARED_PARAMETERS}{renamed_parameters}
+
+    Attributes
+    ----------
+{_SHARED_ATTRIBUTES}{specific_attributes}
+    See Also
+    --------
+    sklearn.decomposition.LatentDirichletAllocation : Online and batch LDA.
+{see_also}
+
+    References
+    ----------
+{references}
+
+    Examples
+    --------
+{example}
+    """

@@ -1,0 +1,321 @@
+"""The LDA local step: each document's topic proportions at the current topics.
+
+The compiled kernel fits one document at a time; this module prepares the
+documents and the topics' weights of their words, runs the kernel on the
+active threads, and turns its result into the minibatch statistic of the
+online update (Hoffman et al. 2013, Fig. 6; Foulds et al. 2013 for the
+collapsed step).
+"""
+
+import importlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._mechanisms import SparseStatistic
+from .._threads import call, map_rows, n_threads, row_blocks, run_calls
+from . import _fast
+
+
+def _select_kernel():
+    """The compiled local step for this processor: the widest vectors it runs."""
+    builds = []
+    if _fast.cpu_has_avx512():
+        builds.append("_fast_avx512")
+    if _fast.cpu_has_avx2_fma():
+        builds.append("_fast_avx2")
+    for name in builds:
+        try:
+            return importlib.import_module(f".{name}", __package__)
+        except ImportError:  # not built on this platform
+            continue
+    return _fast
+
+
+_kernel = _select_kernel()
+
+# In the updates, the local step starts document d from
+# gamma_dk = (alpha + n_d / K) exp(START_SPREAD z_dk), z_dk ~ N(0, 1): the
+# total mass of the fixed point, in a random direction. From the symmetric
+# start gamma_dk = alpha + n_d / K (or scikit-learn's nearly symmetric
+# Gamma(100, 1/100) draw) every short document of the first minibatches
+# spreads evenly over topics that are still alike, and the topics stay
+# alike; random directions break the tie, as the random first assignments
+# of a Gibbs sampler do. Inference outside the updates (transform, score,
+# evaluation) starts from the symmetric point: it is deterministic, and on
+# short documents its spread-out proportions predict held-out words better.
+# See the user guide's section on the local step for the measurements.
+START_SPREAD = 1.0
+
+
+@dataclass(frozen=True)
+class _CompactDocuments:
+    """Documents in CSR form with their words renumbered 0..n_words-1.
+
+    Attributes
+    ----------
+    words : ndarray of shape (n_words,)
+        The vocabulary indices present in the documents, sorted.
+    indptr, indices : ndarray of intp
+        CSR structure; ``indices`` point into ``words``.
+    counts : ndarray
+        The word counts, aligned with ``indices``.
+    """
+
+    words: np.ndarray
+    indptr: np.ndarray
+    indices: np.ndarray
+    counts: np.ndarray
+
+    @classmethod
+    def from_csr(cls, X):
+        words, indices = _kernel.renumber_words(
+            X.indices.astype(np.intp, copy=False), X.shape[1]
+        )
+        return cls(
+            words=words,
+            indptr=X.indptr.astype(np.intp, copy=False),
+            indices=indices,
+            counts=X.data,
+        )
+
+    @property
+    def n_documents(self):
+        return self.indptr.size - 1
+
+
+@dataclass(frozen=True)
+class _LocalFit:
+    """Result of the local step for a set of documents.
+
+    Attributes
+    ----------
+    documents : _CompactDocuments
+        The documents.
+    doc_topic : ndarray of shape (n_documents, n_components)
+        gamma, the variational Dirichlet parameters of the proportions.
+    word_topic : ndarray of shape (n_words, n_components)
+        The topics' weights of the documents' words: exp E[log beta] for
+        the mean-field step, E[beta] for the collapsed one.
+    exp_doc_topic : ndarray of shape (n_documents, n_components) or None
+        exp E[log theta] at gamma (mean-field step).
+    count_ratio : ndarray of shape (nnz,) or None
+        n_dw / sum_k exp(E[log theta_dk] + E[log beta_kw]) (mean-field
+        step).
+    responsibility : ndarray of shape (nnz, n_components) or None
+        n_dw phi_dwk (collapsed step, when the statistic needs it).
+    word_index : tuple of ndarray or None
+        The documents of each word, from ``words_of_documents``; None unless
+        the local step was asked for it.
+    """
+
+    documents: _CompactDocuments
+    doc_topic: np.ndarray
+    word_topic: np.ndarray
+    exp_doc_topic: np.ndarray | None = None
+    count_ratio: np.ndarray | None = None
+    responsibility: np.ndarray | None = None
+    word_index: tuple | None = None
+
+
+@dataclass(frozen=True)
+class LocalStep:
+    """How documents are fitted at given topics.
+
+    Parameters
+    ----------
+    doc_topic_prior : ndarray of shape (n_components,)
+        alpha, in the floating point type of the topics.
+    max_iter : int
+        Maximum number of fixed-point iterations (or sweeps) per document.
+    tol : float
+        A document stops when the mean absolute change of its gamma falls
+        below ``tol``.
+    collapsed : bool
+        The collapsed (CVB0) step instead of the mean-field one.
+    """
+
+    doc_topic_prior: np.ndarray
+    max_iter: int
+    tol: float
+    collapsed: bool
+
+    def fit(self, documents, natural, topic_totals, start_key=None, index_words=False):
+        """Fit gamma for each of the documents at the topics ``natural``.
+
+        Both the topics' weights of the words and the documents' fixed
+        points are computed in chunks on the active threads; every value is
+        computed the same way whichever thread runs it. Each document starts
+        from its own random gamma, drawn by the kernel from a stream numbered
+        by ``start_key`` and the document's words and counts, or, with
+        ``start_key=None``, from the symmetric gamma_dk = alpha + n_d / K
+        (``START_SPREAD``). Either way a document's result depends neither on
+        the thread that runs it nor on the other documents.
+
+        Parameters
+        ----------
+        documents : _CompactDocuments
+            The documents.
+        natural : ndarray of shape (n_features, n_components)
+            lambda, stored word by word.
+        topic_totals : ndarray of shape (n_components,)
+            The sums of lambda over the words, in float64.
+        start_key : int or None, default=None
+            The key of the documents' random starts.
+        index_words : bool, default=False
+            Also list the documents of each word, and keep the collapsed
+            step's responsibilities: what the statistic needs.
+
+        Returns
+        -------
+        local : _LocalFit
+        """
+        word_topic, word_index = _word_topic(
+            documents, natural, topic_totals, self.collapsed, index_words
+        )
+        doc_topic = np.empty(
+            (documents.n_documents, natural.shape[1]), dtype=natural.dtype
+        )
+        settings = (
+            self.doc_topic_prior.astype(natural.dtype),
+            self.max_iter,
+            float(self.tol),
+            0.0 if start_key is None else START_SPREAD,
+            0 if start_key is None else start_key,
+        )
+        if self.collapsed:
+            responsibility = np.empty(
+                (documents.counts.size if index_words else 0, natural.shape[1]),
+                dtype=natural.dtype,
+            )
+            _run_documents(
+                _kernel.infer_documents_collapsed,
+                word_topic,
+                documents,
+                doc_topic,
+                responsibility,
+                *settings,
+            )
+            return _LocalFit(
+                documents,
+                doc_topic,
+                word_topic,
+                responsibility=responsibility if index_words else None,
+                word_index=word_index,
+            )
+        exp_doc_topic = np.empty_like(doc_topic)
+        count_ratio = np.empty_like(documents.counts)
+        _run_documents(
+            _kernel.infer_documents,
+            word_topic,
+            documents,
+            doc_topic,
+            exp_doc_topic,
+            count_ratio,
+            *settings,
+        )
+        return _LocalFit(
+            documents,
+            doc_topic,
+            word_topic,
+            exp_doc_topic=exp_doc_topic,
+            count_ratio=count_ratio,
+            word_index=word_index,
+        )
+
+
+def _word_topic(documents, natural, topic_totals, collapsed, index_words):
+    """The topics' weights of the documents' words, one row per word.
+
+    exp E[log beta] for the mean-field step, E[beta] for the collapsed one.
+    Only the documents' words are computed: the digamma over all of K x V
+    costs as much as the local step on a small minibatch. The word index,
+    when asked for, is one more chunk of the same work: it needs only the
+    documents.
+
+    Returns
+    -------
+    word_topic : ndarray of shape (n_words, n_components)
+    word_index : tuple of ndarray or None
+    """
+    words = documents.words
+    word_topic = np.empty((words.size, natural.shape[1]), dtype=natural.dtype)
+    kernel = _kernel.mean_rows if collapsed else _kernel.exp_dirichlet_expectation_rows
+    chunks = [
+        (kernel, natural, topic_totals, words[span], word_topic[span])
+        for span in row_blocks(words.size)
+    ]
+    if index_words:
+        chunks.insert(
+            0,
+            (
+                _kernel.words_of_documents,
+                documents.indptr,
+                documents.indices,
+                words.size,
+            ),
+        )
+    results = run_calls(call, chunks)
+    return word_topic, results[0] if index_words else None
+
+
+def _run_documents(kernel, word_topic, documents, *arguments):
+    """Run ``kernel`` on every document, on every thread.
+
+    ``arguments`` are the kernel's arguments after the documents: its
+    outputs and settings. Each thread takes documents one at a time from a
+    shared counter, the longest first, so that no thread is left alone with
+    a long one at the end of the minibatch.
+    """
+    longest_first = np.argsort(-np.diff(documents.indptr), kind="stable")
+    next_document = np.zeros(1, dtype=np.intp)
+    shared = (
+        word_topic,
+        documents.words,
+        documents.indptr,
+        documents.indices,
+        documents.counts,
+        *arguments,
+        longest_first,
+        next_document,
+    )
+    run_calls(kernel, [shared] * n_threads())
+
+
+def minibatch_statistic(local, sample_weight=None):
+    """Minibatch mean of w_d n_dw phi_dwk on the minibatch's words (eq. 28).
+
+    The weights w_d multiply each document's statistic (Paisley et al.,
+    Alg. 1); the local step itself does not depend on them.
+
+    Parameters
+    ----------
+    local : _LocalFit
+        A local step run with ``index_words=True``.
+    sample_weight : ndarray of shape (n_documents,) or None, default=None
+        w_d; None for ones.
+
+    Returns
+    -------
+    statistic : SparseStatistic
+    """
+    documents = local.documents
+    statistic = np.empty_like(local.word_topic)
+    dtype = statistic.dtype
+    if local.responsibility is not None:
+        weight = (
+            np.ones(documents.n_documents, dtype=dtype)
+            if sample_weight is None
+            else sample_weight.astype(dtype)
+        )
+        kernel = _kernel.responsibility_statistic
+        terms = (local.responsibility, weight)
+    else:
+        exp_doc_topic = local.exp_doc_topic
+        if sample_weight is not None:
+            exp_doc_topic = exp_doc_topic * sample_weight[:, np.newaxis].astype(dtype)
+        kernel = _kernel.word_topic_statistic
+        terms = (local.count_ratio, exp_doc_topic, local.word_topic)
+    shared = (*local.word_index, *terms, statistic, 1.0 / documents.n_documents)
+    map_rows(lambda span: kernel(*shared, span.start, span.stop), documents.words.size)
+    return SparseStatistic(documents.words, statistic)

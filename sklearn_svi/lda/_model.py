@@ -1,0 +1,387 @@
+"""Latent Dirichlet allocation fitted by stochastic variational inference.
+
+The model (Blei, Ng & Jordan 2003) with the variational family and updates of
+Hoffman, Blei, Wang & Paisley (2013, Sec. 3.1 and Fig. 6): topics
+beta_k ~ Dirichlet(eta), proportions theta_d ~ Dirichlet(alpha), and
+q(beta_k) = Dirichlet(lambda_k), q(theta_d) = Dirichlet(gamma_d),
+q(z_dn) = Categorical(phi_dn). The global parameter lambda is the
+``components_`` attribute, as in scikit-learn's LatentDirichletAllocation.
+"""
+
+from numbers import Integral, Real
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.special import psi
+from sklearn.base import (
+    BaseEstimator,
+    ClassNamePrefixFeaturesOutMixin,
+    TransformerMixin,
+)
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, check_non_negative, validate_data
+
+from .._online import OnlineUpdateMixin
+from .._threads import map_rows, sum_rows, thread_pool
+from ._dirichlet import (
+    _dirichlet_expectation,
+    _dirichlet_newton_direction,
+    _dirichlet_term,
+    _positive_step,
+    _symmetric_dirichlet_maximum,
+)
+from ._local_step import LocalStep, _CompactDocuments, minibatch_statistic
+
+
+def _raise_to_floor(values, floor, span):
+    """Set ``values[span]`` below ``floor`` to ``floor``; return how many."""
+    block = values[span]
+    below = block < floor
+    block[below] = floor
+    return int(np.count_nonzero(below))
+
+
+class _OnlineLDA(
+    ClassNamePrefixFeaturesOutMixin, TransformerMixin, OnlineUpdateMixin, BaseEstimator
+):
+    """Latent Dirichlet allocation fitted by the shared online update.
+
+    Subclasses set the mechanisms; this class is the model: its local step,
+    prior, bound and transform.
+    """
+
+    _parameter_constraints: dict = {
+        **OnlineUpdateMixin._online_parameter_constraints,
+        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "doc_topic_prior": [
+            None,
+            Interval(Real, 0, None, closed="neither"),
+            StrOptions({"auto"}),
+        ],
+        "topic_word_prior": [
+            None,
+            Interval(Real, 0, None, closed="neither"),
+            StrOptions({"auto"}),
+        ],
+        "local_step": [StrOptions({"vb", "cvb0"})],
+        "max_doc_update_iter": [Interval(Integral, 1, None, closed="left")],
+        "mean_change_tol": [Interval(Real, 0, None, closed="left")],
+        "perp_tol": [Interval(Real, 0, None, closed="left")],
+        "n_jobs": [None, Integral],
+    }
+
+    # -- the priors --------------------------------------------------------------
+
+    def _initial_prior(self, prior):
+        """The starting value of a prior parameter: 1 / K for None or "auto"."""
+        return 1.0 / self.n_components if prior in (None, "auto") else float(prior)
+
+    def _learn_doc_topic_prior(self, rho):
+        """Move alpha by a step ``rho`` of Newton's direction for the
+        minibatch's E[log theta] (Hoffman, Blei & Bach 2010)."""
+        direction = _dirichlet_newton_direction(
+            self.doc_topic_prior_, self._minibatch_log_theta
+        )
+        self.doc_topic_prior_ = _positive_step(self.doc_topic_prior_, direction, rho)
+
+    def _learn_topic_word_prior(self):
+        """Set eta to the symmetric prior that maximises the topics' term of
+        the ELBO at the current lambda."""
+        # sum_kw E[log beta_kw] = sum_kw psi(lambda_kw) - V sum_k psi(sum_w lambda_kw)
+        log_sum = float(np.sum(psi(self._natural), dtype=np.float64))
+        log_sum -= len(self._natural) * float(np.sum(psi(self._topic_totals)))
+        self.topic_word_prior_ = _symmetric_dirichlet_maximum(
+            self.topic_word_prior_, self.n_components, len(self._natural), log_sum
+        )
+
+    def _after_update(self, rho):
+        if self.doc_topic_prior == "auto":
+            self._learn_doc_topic_prior(rho)
+
+    def _after_pass(self):
+        if self.topic_word_prior == "auto":
+            self._learn_topic_word_prior()
+
+    # -- input validation --------------------------------------------------------
+
+    def _check_documents(self, X, reset):
+        X = validate_data(
+            self,
+            X,
+            reset=reset,
+            accept_sparse="csr",
+            dtype=[np.float64, np.float32],
+        )
+        check_non_negative(X, f"{type(self).__name__} (input X)")
+        if not sp.issparse(X):
+            X = sp.csr_matrix(X)
+        return X
+
+    def _check_training_data(self, X, reset):
+        return self._check_documents(X, reset)
+
+    def _check_fitted_documents(self, X):
+        """Validate documents for a fitted model, in the dtype of lambda."""
+        check_is_fitted(self)
+        return self._check_documents(X, reset=False).astype(
+            self._natural.dtype, copy=False
+        )
+
+    # -- the model's part of the online update ------------------------------------
+
+    def _initial_natural(self, X, n_total, random_state):
+        # Hoffman et al. (2013) and scikit-learn: lambda ~ Gamma(100, 1/100),
+        # drawn topic by topic as scikit-learn does and stored word by word.
+        topic_word = random_state.gamma(100.0, 0.01, (self.n_components, X.shape[1]))
+        # The seed of the documents' random starts in the updates (``_start_key``).
+        self._start_seed = int(random_state.randint(2**63, dtype=np.int64))
+        return np.ascontiguousarray(topic_word.T, dtype=X.dtype)
+
+    def _initialize_online(self, X, n_total, mechanisms):
+        self.doc_topic_prior_ = np.full(
+            self.n_components, self._initial_prior(self.doc_topic_prior)
+        )
+        self.topic_word_prior_ = self._initial_prior(self.topic_word_prior)
+        super()._initialize_online(X, n_total, mechanisms)
+        self._topic_totals = self._sum_topics()
+
+    def _start_key(self, draw):
+        """The key of the documents' starts in minibatch number ``draw``.
+
+        A function of the fit's seed and of ``draw`` alone, so that a
+        minibatch's local step does not depend on what was drawn before it.
+        """
+        entropy = [self._start_seed, abs(draw), int(draw < 0)]
+        return int(np.random.SeedSequence(entropy).generate_state(1, np.uint64)[0])
+
+    def _prior_natural(self):
+        return self.topic_word_prior_
+
+    def _prepare_minibatch(self, X_batch):
+        """The minibatch's documents with their words renumbered."""
+        return _CompactDocuments.from_csr(X_batch)
+
+    def _local_statistic(self, documents, sample_weight=None, draw=0):
+        """Minibatch mean of w_d n_dw phi_dwk on the minibatch's words (eq. 28).
+
+        The documents' starts are those of minibatch number ``draw``.
+        """
+        local = self._fit_documents(
+            documents, start_key=self._start_key(draw), index_words=True
+        )
+        if self.doc_topic_prior == "auto":
+            # E[log theta_d], averaged with the documents' weights.
+            self._minibatch_log_theta = np.average(
+                _dirichlet_expectation(local.doc_topic.astype(np.float64)),
+                axis=0,
+                weights=sample_weight,
+            )
+        return minibatch_statistic(local, sample_weight)
+
+    def _natural_updated(self, row_sums):
+        # The topics' totals, which E[log beta] and E[beta] need.
+        self._topic_totals = row_sums
+
+    def _sum_topics(self):
+        """The sums of lambda over the words, in float64.
+
+        Summed over the same fixed blocks of rows as the update's own sums,
+        so that the result does not depend on the number of threads.
+        """
+        return sum_rows(
+            lambda span: self._natural[span].sum(axis=0, dtype=np.float64),
+            len(self._natural),
+        )
+
+    def _project_natural(self):
+        """Raise every lambda_kw below the prior eta to eta.
+
+        Without annealing lambda = eta + a non-negative statistic, so
+        {lambda >= eta} holds every iterate of plain SVI; this is the nearest
+        point of that set. Returns the number of coordinates raised.
+        """
+        projected = sum(
+            map_rows(
+                lambda span: _raise_to_floor(
+                    self._natural, self.topic_word_prior_, span
+                ),
+                len(self._natural),
+            )
+        )
+        if projected:
+            self._topic_totals = self._sum_topics()
+        return projected
+
+    def _fit_documents(
+        self, documents, start_key=None, index_words=False, collapsed=None
+    ):
+        """The local step at the current topics (:meth:`LocalStep.fit`).
+
+        The step is the collapsed one if ``collapsed`` says so, or by default
+        if ``local_step`` does.
+        """
+        if collapsed is None:
+            collapsed = self.local_step == "cvb0"
+        step = LocalStep(
+            self.doc_topic_prior_,
+            self.max_doc_update_iter,
+            self.mean_change_tol,
+            collapsed,
+        )
+        return step.fit(
+            documents, self._natural, self._topic_totals, start_key, index_words
+        )
+
+    # -- scores ----------------------------------------------------------------------
+
+    def _document_bound(self, local):
+        """The documents' terms of the ELBO (Hoffman et al. 2013, eq. 29-30)."""
+        counts = local.documents.counts
+        nonzero = counts > 0
+        # sum_w n_dw log sum_k exp(E[log theta_dk] + E[log beta_kw])
+        word_term = np.sum(
+            counts[nonzero] * np.log(counts[nonzero] / local.count_ratio[nonzero])
+        )
+        return word_term + _dirichlet_term(self.doc_topic_prior_, local.doc_topic)
+
+    def _topic_bound(self):
+        """The topics' terms of the ELBO (Hoffman et al. 2013, eq. 31)."""
+        return _dirichlet_term(self.topic_word_prior_, self.components_)
+
+    def _infer(self, X, collapsed=None):
+        """The local step on X with the estimator's own threads."""
+        with thread_pool(self.n_jobs):
+            return self._fit_documents(
+                _CompactDocuments.from_csr(X), collapsed=collapsed
+            )
+
+    def _bound(self, X):
+        """The ELBO of the documents X and the topics, by the mean-field step."""
+        local = self._infer(X, collapsed=False)
+        return self._document_bound(local) + self._topic_bound()
+
+    def _evaluation_score(self, X):
+        """Per-word bound of the documents' terms of the ELBO on ``X``."""
+        local = self._fit_documents(_CompactDocuments.from_csr(X), collapsed=False)
+        return self._document_bound(local) / max(local.documents.counts.sum(), 1.0)
+
+    def _fit_converged(self):
+        """Whether the perplexities, exp(-per-word bound), of the last two
+        evaluations differ by less than ``perp_tol``."""
+        scores = self.evaluation_history_["score"]
+        if len(scores) < 2:
+            return False
+        previous, current = scores[-2:]
+        return abs(np.exp(-previous) - np.exp(-current)) < self.perp_tol
+
+    # -- public API ------------------------------------------------------------------
+
+    @property
+    def components_(self):
+        """The variational Dirichlet parameters lambda of the topics.
+
+        An ndarray of shape (n_components, n_features): a view of lambda,
+        which the model stores word by word.
+        """
+        return self._natural.T
+
+    @property
+    def exp_dirichlet_component_(self):
+        """The exponential of E[log beta] under the fitted topics.
+
+        An ndarray of shape (n_components, n_features).
+        """
+        return np.exp(_dirichlet_expectation(self.components_))
+
+    @property
+    def _n_features_out(self):
+        return self.n_components
+
+    def transform(self, X):
+        """Infer the topic proportions of documents.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Document-word counts.
+
+        Returns
+        -------
+        doc_topic_distr : ndarray of shape (n_samples, n_components)
+            The mean of q(theta_d), gamma_d / sum_k gamma_dk. A document with
+            no words gets the prior's mean, 1 / n_components.
+        """
+        X = self._check_fitted_documents(X)
+        doc_topic = self._infer(X).doc_topic
+        return doc_topic / doc_topic.sum(axis=1, keepdims=True)
+
+    def score(self, X, y=None):
+        """Approximate log-likelihood: the variational bound (ELBO) of X.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Document-word counts.
+        y : Ignored
+            Not used, present for API consistency by convention.
+
+        Returns
+        -------
+        score : float
+            The ELBO of the documents and the topics; higher is better.
+        """
+        return float(self._bound(self._check_fitted_documents(X)))
+
+    def perplexity(self, X):
+        """Perplexity, exp(-ELBO / number of words), as in scikit-learn.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Document-word counts.
+
+        Returns
+        -------
+        perplexity : float
+            Lower is better.
+        """
+        X = self._check_fitted_documents(X)
+        return float(np.exp(-self._bound(X) / X.sum()))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.input_tags.positive_only = True
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        return tags
+
+
+def top_words(estimator, feature_names, n_words=10):
+    """The most probable words of each topic.
+
+    Parameters
+    ----------
+    estimator : fitted LDA estimator
+        An estimator with ``components_`` of shape (n_topics, n_features).
+    feature_names : array-like of str of shape (n_features,)
+        The vocabulary, e.g. ``vectorizer.get_feature_names_out()``.
+    n_words : int, default=10
+        Number of words per topic.
+
+    Returns
+    -------
+    words : list of ndarray
+        For each topic, its ``n_words`` most probable words, most probable
+        first.
+    """
+    check_is_fitted(estimator)
+    feature_names = np.asarray(feature_names)
+    components = estimator.components_
+    if feature_names.shape != (components.shape[1],):
+        raise ValueError(
+            f"feature_names has shape {feature_names.shape}, expected "
+            f"({components.shape[1]},) to match the estimator's features."
+        )
+    n_words = min(n_words, components.shape[1])
+    order = np.argsort(-components, axis=1, kind="stable")[:, :n_words]
+    return [feature_names[row] for row in order]
