@@ -22,3 +22,16 @@ def planted_corpus():
         topic_word_prior=0.1,
         random_state=0,
     )
+
+
+@pytest.fixture
+def svi_params():
+    """Parameters of a short SVI run on ``planted_corpus``."""
+    return dict(
+        n_components=4,
+        batch_size=50,
+        total_samples=5000,
+        learning_offset=5.0,
+        learning_decay=0.6,
+        random_state=0,
+    )

@@ -1,155 +1,27 @@
-"""The shared online update and the smoothing window."""
+"""The shared online update: schedules, persistence, batch mode, recovery."""
 
 import pickle
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from numpy.testing import assert_allclose, assert_array_equal
-from sklearn.utils import gen_batches
+from sklearn.base import BaseEstimator
 
 from sklearn_svi import (
     AnnealedLDA,
     FilteredLDA,
     SmoothedLDA,
+    SVIGaussianMixture,
     make_lda_corpus,
     match_topics,
 )
 from sklearn_svi._mechanisms import (
     ConstantStepSize,
+    Mechanisms,
     RobbinsMonroStepSize,
-    SmoothingWindow,
-    SparseStatistic,
 )
+from sklearn_svi._online import OnlineUpdateMixin
 from sklearn_svi._threads import thread_pool
-
-PARAMS = dict(
-    n_components=4,
-    batch_size=50,
-    total_samples=5000,
-    learning_offset=5.0,
-    learning_decay=0.6,
-    random_state=0,
-)
-
-
-def dense_reference_run(X, L, **params):
-    """Smoothed SVI written directly from Mandt & Blei (2014), Alg. 1.
-
-    Keeps every minibatch statistic as a dense K x V array and averages the
-    last L with ``np.mean``; uses the estimator only for its local step.
-    """
-    probe = SmoothedLDA(L=1, **params)
-    X = probe._check_training_data(X, reset=True)
-    probe._initialize_online(X, params["total_samples"], probe._mechanism_settings())
-    topic_word = probe._natural.copy()
-    eta = 1 / params["n_components"]
-    statistics = []
-    for t, batch in enumerate(gen_batches(X.shape[0], params["batch_size"]), start=1):
-        probe._natural = topic_word
-        probe._topic_totals = probe._sum_topics()
-        statistic = probe._local_statistic(probe._prepare_minibatch(X[batch]), draw=t)
-        dense = np.zeros_like(topic_word)
-        dense[statistic.rows] = statistic.block
-        statistics.append(dense)
-        smoothed = np.mean(statistics[-L:], axis=0)
-        rho = (params["learning_offset"] + t) ** -params["learning_decay"]
-        topic_word = (1 - rho) * topic_word + rho * (
-            eta + params["total_samples"] * smoothed
-        )
-    return topic_word.T
-
-
-def test_window_length_one_is_plain_svi_bit_for_bit(planted_corpus):
-    X = planted_corpus[0]
-    model = SmoothedLDA(L=1, **PARAMS).partial_fit(X)
-    assert_array_equal(model.components_, dense_reference_run(X, 1, **PARAMS))
-
-
-@pytest.mark.parametrize("L", [3, 10])
-def test_sparse_window_equals_dense_window(planted_corpus, L):
-    X = planted_corpus[0]
-    model = SmoothedLDA(L=L, **PARAMS).partial_fit(X)
-    assert_allclose(model.components_, dense_reference_run(X, L, **PARAMS), rtol=1e-9)
-
-
-def test_smoothing_changes_the_result(planted_corpus):
-    X = planted_corpus[0]
-    plain = SmoothedLDA(L=1, **PARAMS).partial_fit(X)
-    smoothed = SmoothedLDA(L=5, **PARAMS).partial_fit(X)
-    assert not np.allclose(plain.components_, smoothed.components_)
-
-
-def sparse_statistic(rng, n_params, n_rows, n_components):
-    rows = np.sort(rng.choice(n_params, size=n_rows, replace=False))
-    return SparseStatistic(rows, rng.random((n_rows, n_components)))
-
-
-def window_mean(window, shape):
-    """The window's mean statistic as a dense array."""
-    mean = np.zeros(shape)
-    mean[window.sum.rows] = window.sum.block / window.count
-    return mean
-
-
-def test_window_warm_up_mean_and_running_sum():
-    rng = np.random.default_rng(0)
-    window = SmoothingWindow(length=4, shape=(30, 3), dtype=np.float64)
-    dense = []
-    for t in range(1, 12):
-        statistic = sparse_statistic(rng, 30, 7, 3)
-        window.push(statistic)
-        full = np.zeros((30, 3))
-        full[statistic.rows] = statistic.block
-        dense.append(full)
-        assert window.count == min(t, 4)
-        # During warm-up the mean is over the statistics stored so far. The
-        # running sum leaves rounding residue of order 1e-17 on rows that
-        # left the window.
-        assert_allclose(
-            window_mean(window, (30, 3)), np.mean(dense[-4:], axis=0), atol=1e-14
-        )
-
-
-@settings(max_examples=50, deadline=None)
-@given(
-    length=st.integers(1, 6),
-    n_statistics=st.integers(1, 15),
-    n_params=st.integers(1, 12),
-    seed=st.integers(0, 2**32 - 1),
-)
-def test_window_mean_property(length, n_statistics, n_params, seed):
-    """Whatever the rows each statistic covers, the window holds the mean of
-    the last min(t, L) statistics and stores only their rows."""
-    rng = np.random.default_rng(seed)
-    window = SmoothingWindow(length=length, shape=(n_params, 2), dtype=np.float64)
-    dense = []
-    for _ in range(n_statistics):
-        statistic = sparse_statistic(
-            rng, n_params, int(rng.integers(0, n_params + 1)), 2
-        )
-        window.push(statistic)
-        full = np.zeros((n_params, 2))
-        full[statistic.rows] = statistic.block
-        dense.append(full)
-    kept = dense[-length:]
-    assert window.count == len(kept)
-    assert_allclose(
-        window_mean(window, (n_params, 2)), np.mean(kept, axis=0), atol=1e-12
-    )
-    stored_rows = sum(statistic.rows.size for statistic in window.queue)
-    assert window.nbytes == stored_rows * (2 * 8 + 8)
-
-
-def test_window_memory_is_proportional_to_rows_seen():
-    rng = np.random.default_rng(0)
-    window = SmoothingWindow(length=10, shape=(10_000, 50), dtype=np.float64)
-    for _ in range(25):
-        window.push(sparse_statistic(rng, 10_000, 100, 50))
-    # 10 blocks of 100 x 50 values plus 100 row indices each.
-    assert window.nbytes == 10 * (50 * 100 * 8 + 100 * 8)
-    assert window.nbytes < 10 * 50 * 10_000 * 8 / 50
 
 
 def test_step_sizes():
@@ -159,11 +31,13 @@ def test_step_sizes():
     assert ConstantStepSize(1e-3)(7, None, None) == 1e-3
 
 
-def test_pickled_model_resumes_exactly(planted_corpus):
+def test_pickled_model_resumes_exactly(planted_corpus, svi_params):
     X = planted_corpus[0]
     first, second = X[:330], X[330:]
-    uninterrupted = SmoothedLDA(L=4, **PARAMS).partial_fit(first).partial_fit(second)
-    interrupted = SmoothedLDA(L=4, **PARAMS).partial_fit(first)
+    uninterrupted = (
+        SmoothedLDA(L=4, **svi_params).partial_fit(first).partial_fit(second)
+    )
+    interrupted = SmoothedLDA(L=4, **svi_params).partial_fit(first)
     resumed = pickle.loads(pickle.dumps(interrupted)).partial_fit(second)
     assert_array_equal(resumed.components_, uninterrupted.components_)
     n_updates = int(np.ceil(330 / 50) + np.ceil((X.shape[0] - 330) / 50))
@@ -172,9 +46,9 @@ def test_pickled_model_resumes_exactly(planted_corpus):
     assert resumed.n_samples_seen_ == X.shape[0]
 
 
-def test_fit_is_reproducible_and_shuffles(planted_corpus):
+def test_fit_is_reproducible_and_shuffles(planted_corpus, svi_params):
     X = planted_corpus[0]
-    params = dict(PARAMS, max_iter=2)
+    params = dict(svi_params, max_iter=2)
     first = SmoothedLDA(**params).fit(X)
     second = SmoothedLDA(**params).fit(X)
     assert_array_equal(first.components_, second.components_)
@@ -186,7 +60,7 @@ def test_fit_is_reproducible_and_shuffles(planted_corpus):
     assert first.n_batch_iter_ == 2 * int(np.ceil(X.shape[0] / params["batch_size"]))
 
 
-def test_batch_mode_increases_the_bound_every_step(planted_corpus):
+def test_batch_mode_increases_the_bound_every_step(planted_corpus, svi_params):
     X = planted_corpus[0][:300]
     model = SmoothedLDA(
         n_components=4,
@@ -242,10 +116,10 @@ def test_recovers_planted_topics(L, seed):
     assert match_topics(random_topics, topics)[2].max() < 0.6
 
 
-def test_evaluation_history_and_perp_tol(planted_corpus):
+def test_evaluation_history_and_perp_tol(planted_corpus, svi_params):
     X = planted_corpus[0]
     X_train, X_val = X[:500], X[500:]
-    model = SmoothedLDA(**dict(PARAMS, evaluate_every=5, max_iter=50, perp_tol=1.0))
+    model = SmoothedLDA(**dict(svi_params, evaluate_every=5, max_iter=50, perp_tol=1.0))
     model.fit(X_train, X_val=X_val)
     history = model.evaluation_history_
     assert history["n_batch_iter"][:2] == [5, 10]
@@ -259,54 +133,26 @@ def test_evaluation_history_and_perp_tol(planted_corpus):
     assert abs(perplexities[0] - perplexities[1]) < 1.0
 
 
-def test_no_evaluation_by_default(planted_corpus):
-    model = SmoothedLDA(**dict(PARAMS, max_iter=3)).fit(planted_corpus[0])
+def test_no_evaluation_by_default(planted_corpus, svi_params):
+    model = SmoothedLDA(**dict(svi_params, max_iter=3)).fit(planted_corpus[0])
     assert model.evaluation_history_["score"] == []
     assert model.n_iter_ == 3
-
-
-def test_smoothing_divides_the_variance_by_about_L(planted_corpus):
-    """With lambda held fixed, the window mean of L independent minibatch
-    statistics has 1/L of the variance of one statistic (Mandt & Blei 2014,
-    Sec. 3)."""
-    X = planted_corpus[0].astype(np.float64)
-    model = SmoothedLDA(**PARAMS).partial_fit(X[:100])
-    rng = np.random.default_rng(0)
-    L, n_draws = 5, 400
-    window = SmoothingWindow(L, model._natural.shape, np.float64)
-    single, smoothed = [], []
-    for t in range(n_draws):
-        statistic = model._local_statistic(
-            model._prepare_minibatch(X[rng.choice(X.shape[0], size=10)])
-        )
-        window.push(statistic)
-        dense = np.zeros(model._natural.shape)
-        dense[statistic.rows] = statistic.block
-        single.append(dense)
-        if t >= L - 1:
-            smoothed.append(window_mean(window, model._natural.shape))
-    ratio = np.var(smoothed, axis=0).sum() / np.var(single, axis=0).sum()
-    # Summed over all coordinates, the estimate is within a few percent of
-    # 1/L; the interval leaves room for the overlap of successive windows.
-    assert 0.8 / L < ratio < 1.2 / L, ratio
 
 
 @pytest.mark.parametrize(
     "make_model",
     [
-        lambda: SmoothedLDA(L=3, **PARAMS),
+        lambda params: SmoothedLDA(L=3, **params),
         # Small effective batches give negative weights and projections.
-        lambda: AnnealedLDA(M=2, **PARAMS),
-        lambda: FilteredLDA(
-            **{k: v for k, v in PARAMS.items() if not k.startswith("learning")}
-        ),
+        lambda params: AnnealedLDA(M=2, **params),
+        lambda params: FilteredLDA(**params),
     ],
     ids=["smoothed", "annealed", "filtered"],
 )
-def test_update_keeps_the_sums_of_lambda(planted_corpus, make_model):
+def test_update_keeps_the_sums_of_lambda(planted_corpus, svi_params, make_model):
     # The update sums the rows of lambda as it writes them; the local step
     # of the next minibatch uses these sums instead of a pass of its own.
-    model = make_model().partial_fit(planted_corpus[0])
+    model = make_model(svi_params).partial_fit(planted_corpus[0])
     if isinstance(model, AnnealedLDA):
         assert model.n_projected_ > 0
     assert_allclose(
@@ -329,3 +175,43 @@ def test_initial_topics_are_scikit_learns_whatever_n_jobs(dtype):
         assert model._natural.dtype == dtype
         assert model._natural.flags.c_contiguous
         assert_array_equal(model._natural, expected.astype(dtype))
+
+
+def test_a_model_must_implement_the_whole_contract():
+    class MechanismsOnly(OnlineUpdateMixin, BaseEstimator):
+        def _mechanism_settings(self):
+            return Mechanisms()
+
+    with pytest.raises(TypeError, match="abstract"):
+        MechanismsOnly()
+
+
+@pytest.mark.parametrize(
+    "estimator, expected",
+    [
+        (SmoothedLDA(L=7, learning_rate=0.2), dict(window_length=7, learning_rate=0.2)),
+        (
+            AnnealedLDA(M=16, M_growth=3.0),
+            dict(effective_batch_size=16, effective_batch_growth=3.0),
+        ),
+        (
+            FilteredLDA(learning_rate="student-t", prior_dof=5.0),
+            dict(learning_rate="student-t", prior_dof=5.0),
+        ),
+        (
+            SVIGaussianMixture(L=4, M=8, learning_rate="gaussian"),
+            dict(window_length=4, effective_batch_size=8, learning_rate="gaussian"),
+        ),
+    ],
+    ids=["smoothed", "annealed", "filtered", "mixture"],
+)
+def test_each_estimator_states_its_mechanisms(estimator, expected):
+    settings = estimator._mechanism_settings()
+    assert {name: getattr(settings, name) for name in expected} == expected
+
+
+def test_unknown_step_size_names_are_refused():
+    with pytest.raises(ValueError, match="learning_rate"):
+        FilteredLDA(learning_rate="robbins-monro").fit(np.ones((4, 3)))
+    with pytest.raises(KeyError):
+        Mechanisms(learning_rate="unknown").build_step_size((3, 2), np.float64)
