@@ -144,6 +144,26 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
         )
         return old_value
 
+    def _learning_rate_settings(self, old_name):
+        """The ``Mechanisms`` fields of the schedule: ``learning_rate`` (or
+        its deprecated spelling ``old_name``), ``learning_offset`` and
+        ``learning_decay``, for the estimators that have them."""
+        return dict(
+            learning_rate=self._renamed_parameter("learning_rate", old_name),
+            learning_offset=self.learning_offset,
+            learning_decay=self.learning_decay,
+        )
+
+    def _filter_settings(self):
+        """The ``Mechanisms`` fields of the filters, for the estimators that
+        have them."""
+        return dict(
+            prior_variance=self.prior_variance,
+            prior_dof=self.prior_dof,
+            bias_correction=self.bias_correction,
+            min_step_size=self.min_step_size,
+        )
+
     def _checked_mechanisms(self):
         """The mechanism settings, checked against the other parameters."""
         settings = self._mechanism_settings()

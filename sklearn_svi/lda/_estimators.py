@@ -102,10 +102,7 @@ class SmoothedLDA(_OnlineLDA):
 
     def _mechanism_settings(self):
         return Mechanisms(
-            window_length=self.L,
-            learning_rate=self._renamed_parameter("learning_rate", "step_size"),
-            learning_offset=self.learning_offset,
-            learning_decay=self.learning_decay,
+            window_length=self.L, **self._learning_rate_settings("step_size")
         )
 
 
@@ -227,9 +224,7 @@ class AnnealedLDA(_OnlineLDA):
         return Mechanisms(
             effective_batch_size=self.M,
             effective_batch_growth=self.M_growth,
-            learning_rate=self._renamed_parameter("learning_rate", "step_size"),
-            learning_offset=self.learning_offset,
-            learning_decay=self.learning_decay,
+            **self._learning_rate_settings("step_size"),
         )
 
 
@@ -379,13 +374,7 @@ class FilteredLDA(_OnlineLDA):
 
     def _mechanism_settings(self):
         return Mechanisms(
-            learning_rate=self._renamed_parameter("learning_rate", "filter"),
-            learning_offset=self.learning_offset,
-            learning_decay=self.learning_decay,
-            prior_variance=self.prior_variance,
-            prior_dof=self.prior_dof,
-            bias_correction=self.bias_correction,
-            min_step_size=self.min_step_size,
+            **self._learning_rate_settings("filter"), **self._filter_settings()
         )
 
     @property

@@ -308,13 +308,8 @@ degrees_of_freedom_prior_, covariance_prior_
             window_length=self.L,
             effective_batch_size=self.M,
             effective_batch_growth=self.M_growth,
-            learning_rate=self._renamed_parameter("learning_rate", "step_size"),
-            learning_offset=self.learning_offset,
-            learning_decay=self.learning_decay,
-            prior_variance=self.prior_variance,
-            prior_dof=self.prior_dof,
-            bias_correction=self.bias_correction,
-            min_step_size=self.min_step_size,
+            **self._learning_rate_settings("step_size"),
+            **self._filter_settings(),
         )
 
     # -- public API ----------------------------------------------------------------
