@@ -3,10 +3,13 @@
 import pickle
 
 import numpy as np
+import pandas as pd
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.base import clone
 from sklearn.datasets import load_iris, make_blobs
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LogisticRegression
 from sklearn.mixture import BayesianGaussianMixture
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
@@ -305,3 +308,35 @@ def test_invalid_settings_raise(params, message):
     X = np.random.RandomState(1).normal(size=(50, 3))
     with pytest.raises(ValueError, match=message):
         SVIGaussianMixture(**params).fit(X)
+
+
+def test_responsibilities_are_features_in_the_middle_of_a_pipeline(blobs):
+    X, y = blobs
+    X = X * 10.0 + 5.0
+    mixture = SVIGaussianMixture(
+        n_components=3, batch_size=100, max_iter=3, random_state=0
+    )
+    pipeline = make_pipeline(StandardScaler(), mixture, LogisticRegression())
+    pipeline.fit(X[:2000], y[:2000])
+    # Three well separated clusters: their responsibilities alone classify.
+    assert pipeline.score(X[2000:], y[2000:]) > 0.99
+    fitted = pipeline.named_steps["svigaussianmixture"]
+    scaled = pipeline.named_steps["standardscaler"].transform(X[2000:])
+    features = fitted.transform(scaled)
+    assert_allclose(features.sum(axis=1), 1.0)
+    assert_array_equal(features, fitted.predict_proba(scaled))
+    assert_array_equal(
+        fitted.get_feature_names_out(),
+        ["svigaussianmixture0", "svigaussianmixture1", "svigaussianmixture2"],
+    )
+
+
+def test_fit_transform_and_pandas_output(blobs):
+    X, _ = blobs
+    model = SVIGaussianMixture(n_components=3, batch_size=100, random_state=0)
+    direct = clone(model).fit_transform(X)
+    assert_array_equal(direct, clone(model).fit(X).transform(X))
+    frame = clone(model).set_output(transform="pandas").fit_transform(X)
+    assert isinstance(frame, pd.DataFrame)
+    assert list(frame.columns) == [f"svigaussianmixture{k}" for k in range(3)]
+    assert_array_equal(frame.to_numpy(), direct)

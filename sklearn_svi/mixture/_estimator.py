@@ -3,6 +3,7 @@
 from numbers import Integral, Real
 
 import numpy as np
+from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
@@ -18,7 +19,9 @@ from .._online import OnlineUpdateMixin
 from ._model import _OnlineGaussianMixture
 
 
-class SVIGaussianMixture(_OnlineGaussianMixture):
+class SVIGaussianMixture(
+    ClassNamePrefixFeaturesOutMixin, TransformerMixin, _OnlineGaussianMixture
+):
     """Bayesian Gaussian mixture fitted by stochastic variational inference.
 
     The model of :class:`sklearn.mixture.BayesianGaussianMixture`, fitted
@@ -360,6 +363,37 @@ degrees_of_freedom_prior_, covariance_prior_
         resp : ndarray of shape (n_samples, n_components)
         """
         return np.exp(self._log_responsibilities(self._check_data(X))[1])
+
+    def transform(self, X):
+        """The components' responsibilities for each sample, as features.
+
+        The same values as ``predict_proba``: probabilities, which lie in
+        [0, 1] and sum to one per sample like the topic proportions of the
+        LDA estimators, so that they can feed a classifier as they are. (Log
+        responsibilities would run to minus infinity for components far from
+        a sample.)
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The samples.
+
+        Returns
+        -------
+        resp : ndarray of shape (n_samples, n_components)
+            Column k is named ``svigaussianmixture{k}`` by
+            ``get_feature_names_out``.
+        """
+        return self.predict_proba(X)
+
+    @property
+    def _n_features_out(self):
+        return self.n_components
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        return tags
 
     def predict(self, X):
         """The most responsible component of each sample.
