@@ -4,9 +4,9 @@ import time
 
 import numpy as np
 
-from ._completion import complete_documents, log_predictive
 from ._datasets import make_lda_corpus, match_topics
 from .lda import AnnealedLDA, FilteredLDA, SmoothedLDA
+from .metrics import log_predictive, split_tokens
 
 N_TOPICS = 10
 N_DOCUMENTS = 20_000
@@ -27,7 +27,7 @@ def _draw_half(seed):
         topic_word_prior=0.05,
         random_state=seed,
     )
-    completion = complete_documents(X[:HELD_OUT], np.random.default_rng(seed))
+    completion = split_tokens(X[:HELD_OUT], random_state=np.random.default_rng(seed))
     return X[HELD_OUT:], topics, completion
 
 
@@ -85,10 +85,10 @@ def run_demo(seed=0):
     for name, model in _models(seed).items():
         start = time.perf_counter()
         model.partial_fit(first)
-        before = log_predictive(model, first_completion)
+        before = log_predictive(model, *first_completion)
         model.partial_fit(second)
         seconds = time.perf_counter() - start
-        after = log_predictive(model, second_completion)
+        after = log_predictive(model, *second_completion)
         steps = model.step_size_history_["step_size"]
         step_before, step_after = steps[n_updates - 1], max(steps[n_updates:])
         results[name] = (model, before, after, step_before, step_after)

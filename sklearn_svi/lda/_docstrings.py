@@ -41,9 +41,15 @@ _SHARED_PARAMETERS = """\
     evaluate_every : int, default=-1
         Record a score in ``evaluation_history_`` every ``evaluate_every``
         updates; 0 or less records nothing.
+    scoring : callable, default=None
+        What ``evaluation_history_`` records. None is the per-word bound of
+        the documents' terms of the ELBO. A scorer ``scoring(estimator, X)``,
+        such as :func:`sklearn_svi.metrics.completion_score` (the held-out
+        per-word log predictive probability of the papers), is called on
+        ``X_val``, or on the minibatch just used.
     perp_tol : float, default=0.1
-        ``fit`` stops after a pass when the perplexities of the last two
-        evaluations differ by less than ``perp_tol``.
+        ``fit`` stops after a pass when the perplexities, exp(-score), of
+        the last two evaluations differ by less than ``perp_tol``.
     n_jobs : int, default=None
         Number of threads of the local step and of the update; None means 1,
         -1 all cores. The result does not depend on it.
@@ -92,8 +98,9 @@ _SHARED_ATTRIBUTES = """\
         Number of documents used by the updates.
     evaluation_history_ : dict of lists
         ``"n_batch_iter"``, ``"n_samples_seen"`` and ``"score"`` of each
-        evaluation: the per-word bound of the documents' terms of the ELBO
-        on ``X_val``, or on the minibatch just used when ``X_val`` is None.
+        evaluation: ``scoring`` (by default the per-word bound of the
+        documents' terms of the ELBO) on ``X_val``, or on the minibatch just
+        used when ``X_val`` is None.
     step_size_history_ : dict of lists
         ``"n_batch_iter"`` and ``"step_size"`` of the updates. Every update
         is recorded until there are 10,000; then every second record is

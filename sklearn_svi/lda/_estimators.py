@@ -74,6 +74,7 @@ class SmoothedLDA(_OnlineLDA):
         max_doc_update_iter=100,
         mean_change_tol=1e-3,
         evaluate_every=-1,
+        scoring=None,
         perp_tol=1e-1,
         n_jobs=None,
         verbose=0,
@@ -94,6 +95,7 @@ class SmoothedLDA(_OnlineLDA):
         self.max_doc_update_iter = max_doc_update_iter
         self.mean_change_tol = mean_change_tol
         self.evaluate_every = evaluate_every
+        self.scoring = scoring
         self.perp_tol = perp_tol
         self.n_jobs = n_jobs
         self.verbose = verbose
@@ -193,6 +195,7 @@ class AnnealedLDA(_OnlineLDA):
         max_doc_update_iter=100,
         mean_change_tol=1e-3,
         evaluate_every=-1,
+        scoring=None,
         perp_tol=1e-1,
         n_jobs=None,
         verbose=0,
@@ -214,6 +217,7 @@ class AnnealedLDA(_OnlineLDA):
         self.max_doc_update_iter = max_doc_update_iter
         self.mean_change_tol = mean_change_tol
         self.evaluate_every = evaluate_every
+        self.scoring = scoring
         self.perp_tol = perp_tol
         self.n_jobs = n_jobs
         self.verbose = verbose
@@ -343,6 +347,7 @@ class FilteredLDA(_OnlineLDA):
         max_doc_update_iter=100,
         mean_change_tol=1e-3,
         evaluate_every=-1,
+        scoring=None,
         perp_tol=1e-1,
         n_jobs=None,
         verbose=0,
@@ -366,6 +371,7 @@ class FilteredLDA(_OnlineLDA):
         self.max_doc_update_iter = max_doc_update_iter
         self.mean_change_tol = mean_change_tol
         self.evaluate_every = evaluate_every
+        self.scoring = scoring
         self.perp_tol = perp_tol
         self.n_jobs = n_jobs
         self.verbose = verbose

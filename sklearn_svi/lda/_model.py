@@ -66,6 +66,7 @@ class _OnlineLDA(
         "local_step": [StrOptions({"vb", "cvb0"})],
         "max_doc_update_iter": [Interval(Integral, 1, None, closed="left")],
         "mean_change_tol": [Interval(Real, 0, None, closed="left")],
+        "scoring": [None, callable],
         "perp_tol": [Interval(Real, 0, None, closed="left")],
         "n_jobs": [None, Integral],
     }
@@ -261,12 +262,15 @@ class _OnlineLDA(
         return self._document_bound(local) + self._topic_bound()
 
     def _evaluation_score(self, X):
-        """Per-word bound of the documents' terms of the ELBO on ``X``."""
+        """``scoring(self, X)``, or the per-word bound of the documents'
+        terms of the ELBO on ``X``."""
+        if self.scoring is not None:
+            return self.scoring(self, X)
         local = self._fit_documents(_CompactDocuments.from_csr(X), collapsed=False)
         return self._document_bound(local) / max(local.documents.counts.sum(), 1.0)
 
     def _fit_converged(self):
-        """Whether the perplexities, exp(-per-word bound), of the last two
+        """Whether the perplexities, exp(-score), of the last two
         evaluations differ by less than ``perp_tol``."""
         scores = self.evaluation_history_["score"]
         if len(scores) < 2:
