@@ -16,6 +16,7 @@ with a fixed seed and has the signature of a scikit-learn scorer, so that
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.pipeline import Pipeline
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_array, check_is_fitted
 
@@ -125,10 +126,13 @@ def completion_score(estimator, X, y=None, *, random_state=0):
 
     Parameters
     ----------
-    estimator : fitted LDA estimator
-        As for :func:`log_predictive`.
+    estimator : fitted LDA estimator or Pipeline
+        As for :func:`log_predictive`, or a pipeline that ends with one: its
+        other steps (a ``CountVectorizer``, say) turn ``X`` into the counts
+        that are split.
     X : {array-like, sparse matrix} of shape (n_documents, n_features)
-        Held-out documents, whole-number counts.
+        Held-out documents: whole-number counts, or the input of the
+        pipeline.
     y : Ignored
         Not used, present for API consistency by convention.
     random_state : int, RandomState instance or None, default=0
@@ -151,4 +155,7 @@ def completion_score(estimator, X, y=None, *, random_state=0):
     >>> sorted(search.best_params_)
     ['L']
     """
+    if isinstance(estimator, Pipeline):
+        X = estimator[:-1].transform(X)
+        estimator = estimator[-1]
     return log_predictive(estimator, *split_tokens(X, random_state=random_state))

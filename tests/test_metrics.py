@@ -3,7 +3,9 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from sklearn.feature_extraction.text import CountVectorizer
 from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import make_pipeline
 
 from sklearn_svi import FilteredLDA, SmoothedLDA
 from sklearn_svi.metrics import completion_score, log_predictive, split_tokens
@@ -109,3 +111,21 @@ def test_evaluation_history_can_record_the_completion_score(planted_corpus):
     # The last record is the score of the model as it ended.
     assert history["score"][-1] == completion_score(model, X[500:])
     assert history["score"][-1] > history["score"][0]
+
+
+def test_completion_score_of_a_pipeline_scores_its_counts():
+    texts = [
+        "apples and pears and plums",
+        "pears plums apples fruit",
+        "engines wheels and brakes",
+        "brakes engines gears wheels",
+    ] * 30
+    pipeline = make_pipeline(
+        CountVectorizer(), SmoothedLDA(n_components=2, max_iter=5, random_state=0)
+    ).fit(texts)
+    counts = pipeline[0].transform(texts)
+    assert completion_score(pipeline, texts) == completion_score(pipeline[-1], counts)
+    search = GridSearchCV(
+        pipeline, {"smoothedlda__L": [1, 3]}, scoring=completion_score, cv=2
+    ).fit(texts)
+    assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
