@@ -156,6 +156,7 @@ def completion_score(estimator, X, y=None, *, random_state=0):
     ['L']
     """
     if isinstance(estimator, Pipeline):
-        X = estimator[:-1].transform(X)
+        if len(estimator) > 1:
+            X = estimator[:-1].transform(X)
         estimator = estimator[-1]
     return log_predictive(estimator, *split_tokens(X, random_state=random_state))

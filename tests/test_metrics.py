@@ -5,7 +5,7 @@ import pytest
 import scipy.sparse as sp
 from sklearn.feature_extraction.text import CountVectorizer
 from sklearn.model_selection import GridSearchCV
-from sklearn.pipeline import make_pipeline
+from sklearn.pipeline import Pipeline, make_pipeline
 
 from sklearn_svi import FilteredLDA, SmoothedLDA
 from sklearn_svi.metrics import completion_score, log_predictive, split_tokens
@@ -129,3 +129,9 @@ def test_completion_score_of_a_pipeline_scores_its_counts():
         pipeline, {"smoothedlda__L": [1, 3]}, scoring=completion_score, cv=2
     ).fit(texts)
     assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
+
+
+def test_completion_score_of_a_one_step_pipeline(fitted):
+    model, X_held_out = fitted
+    pipeline = Pipeline([("lda", model)])
+    assert completion_score(pipeline, X_held_out) == completion_score(model, X_held_out)
