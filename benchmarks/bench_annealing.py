@@ -16,7 +16,6 @@ step of the papers.
 Run ``python benchmarks/bench_annealing.py``.
 """
 
-import argparse
 import time
 from pathlib import Path
 
@@ -25,7 +24,7 @@ import numpy as np
 from sklearn_svi import AnnealedLDA, SmoothedLDA
 from sklearn_svi._completion import log_predictive
 
-from bench_lda import held_out_split, shuffled_epochs
+from _common import argument_parser, held_out_split, shuffled_epochs
 from tables import mean_spread, simple_table, write_results
 
 RESULTS_PATH = Path(__file__).resolve().parent / "results" / "annealing.rst"
@@ -83,7 +82,7 @@ def main(argv=None):
     argv : list of str, default=None
         Command-line arguments; None reads ``sys.argv``.
     """
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argument_parser(__doc__)
     parser.add_argument("--b", type=int, default=64, help="small minibatch size")
     parser.add_argument("--epochs", type=int, default=3, help="passes over the data")
     parser.add_argument("--seeds", type=int, default=5, help="number of seeds")

@@ -20,7 +20,6 @@ step of the papers.
 Run ``python benchmarks/bench_filtering.py``.
 """
 
-import argparse
 import time
 from pathlib import Path
 
@@ -30,7 +29,7 @@ from threadpoolctl import threadpool_limits
 from sklearn_svi import FilteredLDA, SmoothedLDA
 from sklearn_svi._completion import log_predictive
 
-from bench_lda import held_out_split, shuffled_epochs
+from _common import argument_parser, held_out_split, shuffled_epochs
 from tables import mean_spread, simple_table, write_results
 
 RESULTS_PATH = Path(__file__).resolve().parent / "results" / "filtering.rst"
@@ -133,7 +132,7 @@ def main(argv=None):
     argv : list of str, default=None
         Command-line arguments; None reads ``sys.argv``.
     """
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argument_parser(__doc__)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--epochs", type=int, default=5, help="passes over the data")
     parser.add_argument(

@@ -15,7 +15,6 @@ step. The memory of the smoothing window of
 Run ``python benchmarks/bench_lda.py``; ``--quick`` is a short smoke test.
 """
 
-import argparse
 import multiprocessing
 import os
 import platform
@@ -28,22 +27,19 @@ from pathlib import Path
 import numpy as np
 import scipy
 import sklearn
-from gensim.matutils import Sparse2Corpus
-from gensim.models import LdaModel
 from sklearn.decomposition import LatentDirichletAllocation
 from threadpoolctl import threadpool_limits
 
 import sklearn_svi
 from sklearn_svi import SmoothedLDA
-from sklearn_svi._completion import complete_documents, log_predictive
+from sklearn_svi._completion import log_predictive
 
-from corpus import load_counts
+from _common import GensimOnlineLDA, argument_parser, held_out_split, shuffled_epochs
 from tables import mean_spread, simple_table, write_results
 
 RESULTS_PATH = Path(__file__).resolve().parent / "results" / "lda_speed.rst"
 SEED = 0
 N_SEEDS = 3
-HELD_OUT_FRACTION = 0.1
 QUICK_EPOCHS = 2
 QUICK_DOCUMENTS = 1000
 REFERENCE = "scikit-learn online"
@@ -66,131 +62,6 @@ class Result:
     name: str
     seconds_per_epoch: np.ndarray
     log_predictive: np.ndarray
-
-
-def split_documents(X, fraction, rng):
-    """Split the rows of ``X`` at random into training and held-out rows.
-
-    Parameters
-    ----------
-    X : scipy.sparse.csr_matrix of shape (n_documents, n_features)
-        Document-word counts.
-    fraction : float
-        Fraction of the documents held out.
-    rng : numpy.random.Generator
-        Source of the random split.
-
-    Returns
-    -------
-    X_train, X_held_out : scipy.sparse.csr_matrix
-        The training and held-out documents.
-    """
-    order = rng.permutation(X.shape[0])
-    n_held_out = round(fraction * X.shape[0])
-    return X[np.sort(order[n_held_out:])], X[np.sort(order[:n_held_out])]
-
-
-def held_out_split(rng):
-    """NewsArticles in float64, split once for every benchmark.
-
-    Parameters
-    ----------
-    rng : numpy.random.Generator
-        Source of the split of the documents and of their tokens.
-
-    Returns
-    -------
-    X : scipy.sparse.csr_matrix
-        All the documents.
-    vocabulary : ndarray of str
-        The words of the columns.
-    X_train : scipy.sparse.csr_matrix
-        The training documents.
-    completion : DocumentCompletion
-        The held-out documents, split for document completion.
-    """
-    X, vocabulary = load_counts()
-    X = X.astype(np.float64)
-    X_train, X_held_out = split_documents(X, HELD_OUT_FRACTION, rng)
-    return X, vocabulary, X_train, complete_documents(X_held_out, rng)
-
-
-def shuffled_epochs(X, n_epochs, seed):
-    """``n_epochs`` copies of the rows of ``X``, each in a new random order."""
-    rng = np.random.default_rng(seed)
-    return [X[rng.permutation(X.shape[0])] for _ in range(n_epochs)]
-
-
-class GensimOnlineLDA:
-    """gensim's online LdaModel behind the interface the script uses.
-
-    The settings are the closest gensim has to the others': minibatches
-    (``chunksize``) of ``batch_size``, an update after each (``update_every=1``),
-    step sizes ``(offset + t) ** -decay``, the same priors, iteration limit and
-    tolerance of the local step, no perplexity evaluation during training.
-    gensim scales the minibatch statistics to the number of documents seen so
-    far rather than to a fixed corpus size.
-
-    Parameters
-    ----------
-    n_components, batch_size, learning_offset, learning_decay, \
-    max_doc_update_iter, mean_change_tol : as for the other models
-    n_features : int
-        Vocabulary size.
-    random_state : int
-        Seed of the initial topics.
-    learned_priors : bool, default=False
-        Learn alpha and eta online from 1/K (gensim's ``"auto"``).
-    """
-
-    def __init__(
-        self,
-        n_components,
-        batch_size,
-        learning_offset,
-        learning_decay,
-        max_doc_update_iter,
-        mean_change_tol,
-        n_features,
-        random_state,
-        learned_priors=False,
-    ):
-        self.model = LdaModel(
-            num_topics=n_components,
-            id2word={word: str(word) for word in range(n_features)},
-            chunksize=batch_size,
-            passes=1,
-            update_every=1,
-            alpha="auto" if learned_priors else "symmetric",
-            eta="auto" if learned_priors else 1.0 / n_components,
-            decay=learning_decay,
-            offset=learning_offset,
-            iterations=max_doc_update_iter,
-            gamma_threshold=mean_change_tol,
-            eval_every=None,
-            random_state=random_state,
-            dtype=np.float64,
-        )
-
-    @staticmethod
-    def prepare(X):
-        """The documents as gensim's bag-of-words lists (built before timing)."""
-        return list(Sparse2Corpus(X, documents_columns=False))
-
-    def partial_fit(self, corpus):
-        """One online pass over the prepared documents."""
-        self.model.update(corpus)
-        return self
-
-    def transform(self, X):
-        """Normalised topic proportions of the documents of ``X``."""
-        gamma, _ = self.model.inference(self.prepare(X))
-        return gamma / gamma.sum(axis=1, keepdims=True)
-
-    @property
-    def components_(self):
-        """The variational Dirichlet parameters of the topics."""
-        return self.model.state.get_lambda()
 
 
 class Float32Input:
@@ -561,7 +432,7 @@ def main(argv=None):
     argv : list of str, default=None
         Command-line arguments; None reads ``sys.argv``.
     """
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argument_parser(__doc__)
     parser.add_argument(
         "--epochs", type=int, default=5, help="passes over the training documents"
     )

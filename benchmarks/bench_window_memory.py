@@ -11,13 +11,13 @@ for several window lengths.
 Run ``python benchmarks/bench_window_memory.py``.
 """
 
-import argparse
 from pathlib import Path
 
 import numpy as np
 
 from sklearn_svi import SmoothedLDA
 
+from _common import argument_parser
 from corpus import load_counts
 from tables import simple_table, write_results
 
@@ -72,7 +72,7 @@ def main(argv=None):
     argv : list of str, default=None
         Command-line arguments; None reads ``sys.argv``.
     """
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argument_parser(__doc__)
     parser.parse_args(argv)
     header = [
         "Corpus",
