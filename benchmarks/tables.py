@@ -64,3 +64,21 @@ def write_results(path, sections):
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n\n".join(sections) + "\n")
     print(f"Wrote {path}")
+
+
+def report(path, settings, table):
+    """Print the settings and the table of a comparison, and write them.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        The reStructuredText file under ``benchmarks/results``.
+    settings : str
+        The paragraph that states what was measured.
+    table : str
+        The table of the results.
+    """
+    print()
+    print(settings)
+    print(table)
+    write_results(path, [settings, table])
