@@ -16,7 +16,6 @@ step of the papers.
 Run ``python benchmarks/bench_annealing.py``.
 """
 
-import argparse
 import time
 from pathlib import Path
 
@@ -25,8 +24,8 @@ import numpy as np
 from sklearn_svi import AnnealedLDA, SmoothedLDA
 from sklearn_svi._completion import log_predictive
 
-from bench_lda import held_out_split, shuffled_epochs
-from tables import mean_spread, simple_table, write_results
+from _common import argument_parser, held_out_split, shuffled_epochs
+from tables import mean_spread, report, simple_table
 
 RESULTS_PATH = Path(__file__).resolve().parent / "results" / "annealing.rst"
 N_COMPONENTS = 50
@@ -75,24 +74,16 @@ def make_models(b, n_train, n_epochs, seed):
     }
 
 
-def main(argv=None):
-    """Run the comparison and print and write its table.
+def fit_seeds(args, X_train, completion):
+    """Fit every model of :func:`make_models` for each seed and score it.
 
-    Parameters
-    ----------
-    argv : list of str, default=None
-        Command-line arguments; None reads ``sys.argv``.
+    Returns
+    -------
+    scores : dict of str to list of tuple
+        For each model, the held-out log predictive probability per word,
+        the training ELBO per document and the seconds of the fit, per seed.
     """
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--b", type=int, default=64, help="small minibatch size")
-    parser.add_argument("--epochs", type=int, default=3, help="passes over the data")
-    parser.add_argument("--seeds", type=int, default=5, help="number of seeds")
-    args = parser.parse_args(argv)
-
-    rng = np.random.default_rng(0)
-    _, _, X_train, completion = held_out_split(rng)
     n_train = X_train.shape[0]
-
     scores = {}
     for seed in range(args.seeds):
         epochs = shuffled_epochs(X_train, args.epochs, seed)
@@ -106,7 +97,11 @@ def main(argv=None):
                 (log_predictive(model, completion), elbo, seconds)
             )
             print(f"seed {seed}: {name}: {scores[name][-1]}", flush=True)
+    return scores
 
+
+def format_table(scores):
+    """The scores of :func:`fit_seeds`, mean ± standard deviation over seeds."""
     header = ["Model", "Log pred./word", "Training ELBO/doc", "Seconds"]
     rows = []
     for name, values in scores.items():
@@ -119,17 +114,34 @@ def main(argv=None):
                 mean_spread(seconds, 1),
             ]
         )
-    settings = (
+    return simple_table(header, rows)
+
+
+def parse_args(argv):
+    """The command-line options; ``argv=None`` reads ``sys.argv``."""
+    parser = argument_parser(__doc__)
+    parser.add_argument("--b", type=int, default=64, help="small minibatch size")
+    parser.add_argument("--epochs", type=int, default=3, help="passes over the data")
+    parser.add_argument("--seeds", type=int, default=5, help="number of seeds")
+    return parser.parse_args(argv)
+
+
+def describe(args, n_train):
+    """The settings of the comparison, a sentence above the table."""
+    return (
         f"NewsArticles, {n_train} training documents, K={N_COMPONENTS}, "
         f"{args.epochs} epochs ({args.epochs * n_train} documents seen by every "
         f"model), step size (10 + t)^-0.7, {args.seeds} seeds (mean ± standard "
         "deviation)."
     )
-    table = simple_table(header, rows)
-    print()
-    print(settings)
-    print(table)
-    write_results(RESULTS_PATH, [settings, table])
+
+
+def main(argv=None):
+    """Compare SVI+ with plain SVI, print the table and write it."""
+    args = parse_args(argv)
+    _, _, X_train, completion = held_out_split(np.random.default_rng(0))
+    scores = fit_seeds(args, X_train, completion)
+    report(RESULTS_PATH, describe(args, X_train.shape[0]), format_table(scores))
 
 
 if __name__ == "__main__":

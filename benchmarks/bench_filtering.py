@@ -20,7 +20,6 @@ step of the papers.
 Run ``python benchmarks/bench_filtering.py``.
 """
 
-import argparse
 import time
 from pathlib import Path
 
@@ -30,8 +29,8 @@ from threadpoolctl import threadpool_limits
 from sklearn_svi import FilteredLDA, SmoothedLDA
 from sklearn_svi._completion import log_predictive
 
-from bench_lda import held_out_split, shuffled_epochs
-from tables import mean_spread, simple_table, write_results
+from _common import argument_parser, held_out_split, shuffled_epochs
+from tables import mean_spread, report, simple_table
 
 RESULTS_PATH = Path(__file__).resolve().parent / "results" / "filtering.rst"
 N_COMPONENTS = 50
@@ -125,31 +124,20 @@ def final_score(scores):
     return scores[-max(1, len(scores) // 10) :].mean()
 
 
-def main(argv=None):
-    """Run the comparison and print and write its table.
+def fit_seeds(args, X_train, completion):
+    """Fit every model of :func:`make_models` for each seed and score it.
 
-    Parameters
-    ----------
-    argv : list of str, default=None
-        Command-line arguments; None reads ``sys.argv``.
+    Returns
+    -------
+    results : dict of str to list of tuple
+        For each model, the final score (:func:`final_score`), the last step
+        size and the seconds of ``partial_fit``, per seed.
     """
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--epochs", type=int, default=5, help="passes over the data")
-    parser.add_argument(
-        "--evaluate-every", type=int, default=10, help="updates between measurements"
-    )
-    parser.add_argument("--seeds", type=int, default=5, help="number of seeds")
-    args = parser.parse_args(argv)
-
-    rng = np.random.default_rng(0)
-    _, _, X_train, completion = held_out_split(rng)
-    n_train = X_train.shape[0]
-
     results = {}
     for seed in range(args.seeds):
         epochs = shuffled_epochs(X_train, args.epochs, seed)
-        for name, model in make_models(args.batch_size, n_train, seed).items():
+        models = make_models(args.batch_size, X_train.shape[0], seed)
+        for name, model in models.items():
             with threadpool_limits(1):
                 scores, seconds = run_model(
                     model, epochs, args.batch_size, args.evaluate_every, completion
@@ -159,7 +147,12 @@ def main(argv=None):
                 (final_score(scores), last_step, seconds)
             )
             print(f"seed {seed}: {name}: {results[name][-1]}", flush=True)
+    return results
 
+
+def format_table(results):
+    """The results of :func:`fit_seeds` over the seeds, the best constant
+    rate marked; differences from Robbins-Monro are taken per seed."""
     best_constant = max(
         (name for name in results if name.startswith("Constant")),
         key=lambda name: np.mean([score for score, _, _ in results[name]]),
@@ -185,8 +178,25 @@ def main(argv=None):
                 mean_spread(seconds, 1),
             ]
         )
+    return simple_table(header, rows)
+
+
+def parse_args(argv):
+    """The command-line options; ``argv=None`` reads ``sys.argv``."""
+    parser = argument_parser(__doc__)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--epochs", type=int, default=5, help="passes over the data")
+    parser.add_argument(
+        "--evaluate-every", type=int, default=10, help="updates between measurements"
+    )
+    parser.add_argument("--seeds", type=int, default=5, help="number of seeds")
+    return parser.parse_args(argv)
+
+
+def describe(args, n_train):
+    """The settings of the comparison, a sentence above the table."""
     n_updates = args.epochs * -(-n_train // args.batch_size)
-    settings = (
+    return (
         f"NewsArticles, {n_train} training documents, K={N_COMPONENTS}, "
         f"minibatches of {args.batch_size}, {args.epochs} epochs "
         f"({n_updates} updates, {args.epochs * n_train} documents seen by every "
@@ -195,11 +205,14 @@ def main(argv=None):
         "(mean ± standard deviation; differences taken per seed; last step "
         "size is the median over seeds)."
     )
-    table = simple_table(header, rows)
-    print()
-    print(settings)
-    print(table)
-    write_results(RESULTS_PATH, [settings, table])
+
+
+def main(argv=None):
+    """Compare the step sizes, print the table and write it."""
+    args = parse_args(argv)
+    _, _, X_train, completion = held_out_split(np.random.default_rng(0))
+    results = fit_seeds(args, X_train, completion)
+    report(RESULTS_PATH, describe(args, X_train.shape[0]), format_table(results))
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ step. The memory of the smoothing window of
 Run ``python benchmarks/bench_lda.py``; ``--quick`` is a short smoke test.
 """
 
-import argparse
 import multiprocessing
 import os
 import platform
@@ -28,22 +27,21 @@ from pathlib import Path
 import numpy as np
 import scipy
 import sklearn
-from gensim.matutils import Sparse2Corpus
-from gensim.models import LdaModel
 from sklearn.decomposition import LatentDirichletAllocation
 from threadpoolctl import threadpool_limits
 
 import sklearn_svi
 from sklearn_svi import SmoothedLDA
-from sklearn_svi._completion import complete_documents, log_predictive
+from sklearn_svi._completion import log_predictive
 
-from corpus import load_counts
+from _common import GensimOnlineLDA, argument_parser, held_out_split, shuffled_epochs
 from tables import mean_spread, simple_table, write_results
 
 RESULTS_PATH = Path(__file__).resolve().parent / "results" / "lda_speed.rst"
 SEED = 0
 N_SEEDS = 3
-HELD_OUT_FRACTION = 0.1
+N_COMPONENTS = 50
+BATCH_SIZE = 256
 QUICK_EPOCHS = 2
 QUICK_DOCUMENTS = 1000
 REFERENCE = "scikit-learn online"
@@ -68,129 +66,52 @@ class Result:
     log_predictive: np.ndarray
 
 
-def split_documents(X, fraction, rng):
-    """Split the rows of ``X`` at random into training and held-out rows.
+@dataclass(frozen=True)
+class Setup:
+    """What every experiment of a run shares.
 
-    Parameters
+    Attributes
     ----------
-    X : scipy.sparse.csr_matrix of shape (n_documents, n_features)
-        Document-word counts.
-    fraction : float
-        Fraction of the documents held out.
-    rng : numpy.random.Generator
-        Source of the random split.
-
-    Returns
-    -------
-    X_train, X_held_out : scipy.sparse.csr_matrix
-        The training and held-out documents.
-    """
-    order = rng.permutation(X.shape[0])
-    n_held_out = round(fraction * X.shape[0])
-    return X[np.sort(order[n_held_out:])], X[np.sort(order[:n_held_out])]
-
-
-def held_out_split(rng):
-    """NewsArticles in float64, split once for every benchmark.
-
-    Parameters
-    ----------
-    rng : numpy.random.Generator
-        Source of the split of the documents and of their tokens.
-
-    Returns
-    -------
-    X : scipy.sparse.csr_matrix
-        All the documents.
-    vocabulary : ndarray of str
-        The words of the columns.
     X_train : scipy.sparse.csr_matrix
         The training documents.
     completion : DocumentCompletion
         The held-out documents, split for document completion.
+    n_epochs : int
+        Passes over the training documents of each fit.
+    seeds : range
+        The seeds of the comparison of the models.
+    n_rounds : int
+        Rounds of each timing of threads and cores.
     """
-    X, vocabulary = load_counts()
-    X = X.astype(np.float64)
-    X_train, X_held_out = split_documents(X, HELD_OUT_FRACTION, rng)
-    return X, vocabulary, X_train, complete_documents(X_held_out, rng)
+
+    X_train: object
+    completion: object
+    n_epochs: int
+    seeds: range
+    n_rounds: int
+
+    def settings(self, seed):
+        """The settings every model shares, with initial topics from ``seed``."""
+        return shared_settings(N_COMPONENTS, BATCH_SIZE, self.X_train.shape[0], seed)
 
 
-def shuffled_epochs(X, n_epochs, seed):
-    """``n_epochs`` copies of the rows of ``X``, each in a new random order."""
-    rng = np.random.default_rng(seed)
-    return [X[rng.permutation(X.shape[0])] for _ in range(n_epochs)]
+@dataclass(frozen=True)
+class ThreadTimings:
+    """The timings of two threads against one, and of the machine's cores.
 
-
-class GensimOnlineLDA:
-    """gensim's online LdaModel behind the interface the script uses.
-
-    The settings are the closest gensim has to the others': minibatches
-    (``chunksize``) of ``batch_size``, an update after each (``update_every=1``),
-    step sizes ``(offset + t) ** -decay``, the same priors, iteration limit and
-    tolerance of the local step, no perplexity evaluation during training.
-    gensim scales the minibatch statistics to the number of documents seen so
-    far rather than to a fixed corpus size.
-
-    Parameters
+    Attributes
     ----------
-    n_components, batch_size, learning_offset, learning_decay, \
-    max_doc_update_iter, mean_change_tol : as for the other models
-    n_features : int
-        Vocabulary size.
-    random_state : int
-        Seed of the initial topics.
-    learned_priors : bool, default=False
-        Learn alpha and eta online from 1/K (gensim's ``"auto"``).
+    speedups : ndarray
+        From :func:`paired_thread_speedups`.
+    throughputs : ndarray
+        From :func:`two_process_throughputs`.
+    core_seconds : dict of int to ndarray
+        From :func:`per_core_seconds`.
     """
 
-    def __init__(
-        self,
-        n_components,
-        batch_size,
-        learning_offset,
-        learning_decay,
-        max_doc_update_iter,
-        mean_change_tol,
-        n_features,
-        random_state,
-        learned_priors=False,
-    ):
-        self.model = LdaModel(
-            num_topics=n_components,
-            id2word={word: str(word) for word in range(n_features)},
-            chunksize=batch_size,
-            passes=1,
-            update_every=1,
-            alpha="auto" if learned_priors else "symmetric",
-            eta="auto" if learned_priors else 1.0 / n_components,
-            decay=learning_decay,
-            offset=learning_offset,
-            iterations=max_doc_update_iter,
-            gamma_threshold=mean_change_tol,
-            eval_every=None,
-            random_state=random_state,
-            dtype=np.float64,
-        )
-
-    @staticmethod
-    def prepare(X):
-        """The documents as gensim's bag-of-words lists (built before timing)."""
-        return list(Sparse2Corpus(X, documents_columns=False))
-
-    def partial_fit(self, corpus):
-        """One online pass over the prepared documents."""
-        self.model.update(corpus)
-        return self
-
-    def transform(self, X):
-        """Normalised topic proportions of the documents of ``X``."""
-        gamma, _ = self.model.inference(self.prepare(X))
-        return gamma / gamma.sum(axis=1, keepdims=True)
-
-    @property
-    def components_(self):
-        """The variational Dirichlet parameters of the topics."""
-        return self.model.state.get_lambda()
+    speedups: np.ndarray
+    throughputs: np.ndarray
+    core_seconds: dict
 
 
 class Float32Input:
@@ -553,15 +474,9 @@ def processor_name():
     return platform.processor() or "unknown processor"
 
 
-def main(argv=None):
-    """Run the benchmark and report its results.
-
-    Parameters
-    ----------
-    argv : list of str, default=None
-        Command-line arguments; None reads ``sys.argv``.
-    """
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def parse_args(argv):
+    """The command-line options; ``argv=None`` reads ``sys.argv``."""
+    parser = argument_parser(__doc__)
     parser.add_argument(
         "--epochs", type=int, default=5, help="passes over the training documents"
     )
@@ -582,83 +497,155 @@ def main(argv=None):
             f"training documents; {RESULTS_PATH.name} is not written"
         ),
     )
-    args = parser.parse_args(argv)
-    n_epochs = QUICK_EPOCHS if args.quick else args.epochs
-    seeds = range(SEED, SEED + (1 if args.quick else args.seeds))
-    n_components = 50
-    batch_size = 256
+    return parser.parse_args(argv)
 
-    rng = np.random.default_rng(SEED)
-    X, vocabulary, X_train, completion = held_out_split(rng)
+
+def load_setup(args):
+    """Split NewsArticles and set the budget of the run.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The options, from :func:`parse_args`.
+
+    Returns
+    -------
+    setup : Setup
+    facts : list of str
+        The machine, the corpus and the settings, one sentence each.
+    """
+    X, vocabulary, X_train, completion = held_out_split(np.random.default_rng(SEED))
     if args.quick:
         X_train = X_train[:QUICK_DOCUMENTS]
-    n_train = X_train.shape[0]
+    setup = Setup(
+        X_train=X_train,
+        completion=completion,
+        n_epochs=QUICK_EPOCHS if args.quick else args.epochs,
+        seeds=range(SEED, SEED + (1 if args.quick else args.seeds)),
+        n_rounds=1 if args.quick else args.thread_rounds,
+    )
+    return setup, run_facts(setup, X, vocabulary)
 
-    facts = [
+
+def run_facts(setup, X, vocabulary):
+    """The machine, the corpus and the settings of the run, one sentence each."""
+    completion = setup.completion
+    return [
         f"Machine: {processor_name()} ({platform.machine()}), {os.cpu_count()} "
         f"CPUs; Python "
         f"{platform.python_version()}, numpy {np.__version__}, scipy "
         f"{scipy.__version__}, scikit-learn {sklearn.__version__}, "
         f"sklearn_svi {sklearn_svi.__version__}.",
         f"Corpus: NewsArticles, {X.shape[0]} documents x {len(vocabulary)} words, "
-        f"{int(X.sum())} tokens; {n_train} training documents, "
+        f"{int(X.sum())} tokens; {setup.X_train.shape[0]} training documents, "
         f"{completion.observed.shape[0]} held-out documents "
         f"({int(completion.predicted.sum())} predicted tokens).",
-        f"Settings: K={n_components}, batch_size={batch_size}, {n_epochs} epochs, "
+        f"Settings: K={N_COMPONENTS}, batch_size={BATCH_SIZE}, "
+        f"{setup.n_epochs} epochs, "
         "alpha=eta=1/K, learning_offset=10, learning_decay=0.7, "
-        f"max_doc_update_iter=100, mean_change_tol=1e-3; {len(seeds)} seed(s); "
-        "BLAS limited to one thread.",
+        f"max_doc_update_iter=100, mean_change_tol=1e-3; {len(setup.seeds)} "
+        "seed(s); BLAS limited to one thread.",
     ]
-    for fact in facts:
-        print(fact)
-    print()
 
+
+def compare_models(setup):
+    """Fit and score every model of :func:`make_models` for each seed.
+
+    Parameters
+    ----------
+    setup : Setup
+
+    Returns
+    -------
+    results : list of Result
+        The measurements of each model, scikit-learn's first.
+    window_bytes : tuple of int
+        The bytes of the smoothing window of ``SmoothedLDA L=10`` after
+        the last seed, as stored and stored densely (:func:`window_memory`).
+    """
     measurements = {}
     # scikit-learn and gensim call BLAS for small products; one BLAS thread
     # keeps every model single-threaded unless it says otherwise.
     with threadpool_limits(limits=1, user_api="blas"):
-        for seed in seeds:
-            epochs = shuffled_epochs(X_train, n_epochs, seed)
-            settings = shared_settings(n_components, batch_size, n_train, seed)
-            models = make_models(settings, X.shape[1])
+        for seed in setup.seeds:
+            epochs = shuffled_epochs(setup.X_train, setup.n_epochs, seed)
+            models = make_models(setup.settings(seed), setup.X_train.shape[1])
             for name, model in models.items():
                 print(f"Seed {seed}: fitting {name} ...", flush=True)
                 measurements.setdefault(name, []).append(
-                    run_model(model, epochs, completion)
+                    run_model(model, epochs, setup.completion)
                 )
-            sparse_bytes, dense_bytes = window_memory(models["SmoothedLDA L=10"])
+            window_bytes = window_memory(models["SmoothedLDA L=10"])
     results = [
         Result(name, *map(np.array, zip(*values)))
         for name, values in measurements.items()
     ]
+    return results, window_bytes
+
+
+def time_threads(setup):
+    """Time two threads against one, two processes, and each core.
+
+    Every timing fits ``SmoothedLDA(L=1)`` with the shared settings of the
+    first seed on the epochs of the first seed.
+
+    Parameters
+    ----------
+    setup : Setup
+
+    Returns
+    -------
+    timings : ThreadTimings
+    """
+    make_plain_svi = partial(plain_svi, **setup.settings(SEED))
+    epochs = shuffled_epochs(setup.X_train, setup.n_epochs, SEED)
     print("Timing n_jobs=1 against n_jobs=2 epoch by epoch ...", flush=True)
-    make_plain_svi = partial(
-        plain_svi, **shared_settings(n_components, batch_size, n_train, SEED)
-    )
-    epochs = shuffled_epochs(X_train, n_epochs, SEED)
-    n_rounds = 1 if args.quick else args.thread_rounds
-    speedups = paired_thread_speedups(make_plain_svi, epochs, n_rounds)
+    speedups = paired_thread_speedups(make_plain_svi, epochs, setup.n_rounds)
     print("Timing two single-threaded fits in two processes ...", flush=True)
-    throughputs = two_process_throughputs(make_plain_svi, epochs, n_rounds)
+    throughputs = two_process_throughputs(make_plain_svi, epochs, setup.n_rounds)
     print("Timing a single-threaded fit on each core ...", flush=True)
-    core_seconds = per_core_seconds(make_plain_svi, epochs, n_rounds)
-    summary = (
+    core_seconds = per_core_seconds(make_plain_svi, epochs, setup.n_rounds)
+    return ThreadTimings(speedups, throughputs, core_seconds)
+
+
+def thread_summary(setup, timings):
+    """The speed-up of two threads, and the machine's ceiling, in sentences."""
+    speedups, throughputs = timings.speedups, timings.throughputs
+    return (
         f"SmoothedLDA L=1, n_jobs=2 vs n_jobs=1, {speedups.size} epochs timed "
-        f"side by side ({n_rounds} rounds of {n_epochs}): speed-up median "
-        f"{np.median(speedups):.2f}, quartiles {np.percentile(speedups, 25):.2f} "
+        f"side by side ({setup.n_rounds} rounds of {setup.n_epochs}): speed-up "
+        f"median {np.median(speedups):.2f}, quartiles "
+        f"{np.percentile(speedups, 25):.2f} "
         f"to {np.percentile(speedups, 75):.2f}, best {np.max(speedups):.2f}. "
         f"The machine itself, running two single-threaded fits in two "
-        f"processes at once ({n_rounds} rounds): throughput median "
+        f"processes at once ({setup.n_rounds} rounds): throughput median "
         f"{np.median(throughputs):.2f} times one fit alone, range "
         f"{np.min(throughputs):.2f} to {np.max(throughputs):.2f}."
-        f"{core_summary(core_seconds)}\n\n"
+        f"{core_summary(timings.core_seconds)}"
+    )
+
+
+def window_summary(sparse_bytes, dense_bytes):
+    """The memory of the smoothing window against dense storage, a sentence."""
+    return (
         f"Smoothing window of SmoothedLDA L=10 after the last epoch: "
         f"{sparse_bytes / 2**20:.1f} MiB stored sparsely, against "
         f"{dense_bytes / 2**20:.1f} MiB for the same statistics stored densely "
         f"({dense_bytes / sparse_bytes:.1f} times more)."
     )
 
+
+def main(argv=None):
+    """Run the experiments, print their results and, unless ``--quick``,
+    write them to ``RESULTS_PATH``; ``argv=None`` reads ``sys.argv``."""
+    args = parse_args(argv)
+    setup, facts = load_setup(args)
+    print("\n".join(facts))
+    print()
+    results, window_bytes = compare_models(setup)
+    timings = time_threads(setup)
     table = format_table(results)
+    summary = f"{thread_summary(setup, timings)}\n\n{window_summary(*window_bytes)}"
     print()
     print(table)
     print()

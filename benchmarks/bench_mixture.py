@@ -23,7 +23,6 @@ Three comparisons, each run with ``python benchmarks/bench_mixture.py NAME``
 Each writes its table to ``benchmarks/results/mixture_NAME.rst``.
 """
 
-import argparse
 import time
 import tracemalloc
 import warnings
@@ -41,6 +40,7 @@ from threadpoolctl import threadpool_limits
 
 from sklearn_svi import SVIGaussianMixture
 
+from _common import argument_parser
 from tables import mean_spread, simple_table, write_results
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -288,7 +288,7 @@ def run_clusters(n_seeds, n_samples):
 
 def main(argv=None):
     """Run the chosen comparisons and write their tables."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argument_parser(__doc__)
     parser.add_argument("name", choices=["real", "large", "clusters", "all"])
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--n-samples", type=int, default=1_000_000)

@@ -30,7 +30,6 @@ summary`` for a TSV file of texts. Needs gensim and tomotopy
 (``pip install gensim tomotopy``).
 """
 
-import argparse
 import time
 from pathlib import Path
 
@@ -40,10 +39,15 @@ from sklearn.decomposition import LatentDirichletAllocation
 from threadpoolctl import threadpool_limits
 
 from sklearn_svi import FilteredLDA, SmoothedLDA
-from sklearn_svi._completion import complete_documents
 
-from bench_lda import GensimOnlineLDA, split_documents
-from bench_scale import BUILT_IN_CORPORA, HELD_OUT_FRACTION, load_corpus
+from _common import (
+    CORPUS_HELD_OUT_FRACTION,
+    GensimOnlineLDA,
+    argument_parser,
+    completion_split,
+    reshuffled,
+)
+from corpus import BUILT_IN_CORPORA, corpus_name, load_corpus
 from tables import mean_spread, simple_table, write_results
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -92,10 +96,8 @@ def online_checkpoints(model, X_train, seed, max_seconds):
     Yields the CPU seconds so far and the topic parameters after each
     quarter, until ``max_seconds`` are spent.
     """
-    order = np.random.default_rng(seed)
     seconds = 0.0
-    while seconds < max_seconds:
-        epoch = X_train[order.permutation(X_train.shape[0])]
+    for epoch in reshuffled(X_train, seed):
         for part in np.array_split(np.arange(epoch.shape[0]), CHECKPOINTS_PER_EPOCH):
             chunk = model.prepare(epoch[part]) if hasattr(model, "prepare") else None
             start = time.process_time()
@@ -228,7 +230,7 @@ def format_curves(curves):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argument_parser(__doc__)
     parser.add_argument(
         "corpus", help=f"a text file, or one of {', '.join(BUILT_IN_CORPORA)}"
     )
@@ -242,12 +244,9 @@ def main(argv=None):
 
     rng = np.random.default_rng(0)
     X = load_corpus(args.corpus, args.column, args.n_features)
-    X_train, X_held_out = split_documents(X, HELD_OUT_FRACTION, rng)
-    completion = complete_documents(X_held_out, rng)
+    X_train, completion = completion_split(X, CORPUS_HELD_OUT_FRACTION, rng)
     alpha = 1.0 / args.n_components
-    name = (
-        Path(args.corpus).stem if args.corpus not in BUILT_IN_CORPORA else args.corpus
-    )
+    name = corpus_name(args.corpus)
     header = (
         f"{name}: {X_train.shape[0]} training documents "
         f"({X_train.sum() / X_train.shape[0]:.1f} words each), {X.shape[1]} words, "

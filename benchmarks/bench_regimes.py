@@ -23,7 +23,7 @@ Run ``python benchmarks/bench_regimes.py PATH --column summary`` with a TSV
 file of short texts (one text per line without ``--column``).
 """
 
-import argparse
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -31,21 +31,14 @@ from sklearn.feature_extraction.text import CountVectorizer
 from threadpoolctl import threadpool_limits
 
 from sklearn_svi import AnnealedLDA, FilteredLDA, SmoothedLDA
-from sklearn_svi._completion import complete_documents, log_predictive
+from sklearn_svi._completion import log_predictive
 
-from bench_lda import split_documents
-from bench_scale import load_corpus
-from corpus import load_texts, read_text_file
+from _common import argument_parser, completion_split, reshuffled
+from corpus import load_corpus, load_texts, read_text_file
 from tables import mean_spread, simple_table, write_results
 
 RESULTS_PATH = Path(__file__).resolve().parent / "results" / "regimes.rst"
 HELD_OUT_FRACTION = 0.05
-
-
-def held_out(X, rng):
-    """Training rows and the document completion of the held-out rows."""
-    X_train, X_held_out = split_documents(X, HELD_OUT_FRACTION, rng)
-    return X_train, complete_documents(X_held_out, rng)
 
 
 def compare(make_models, fit, completion, n_seeds):
@@ -96,16 +89,15 @@ def format_scores(title, scores):
 
 def shuffled_passes(model, X, n_epochs, seed):
     """``partial_fit`` over ``n_epochs`` copies of ``X``, each shuffled anew."""
-    order = np.random.default_rng(seed)
-    for _ in range(n_epochs):
-        model.partial_fit(X[order.permutation(X.shape[0])])
+    for X_epoch in itertools.islice(reshuffled(X, seed), n_epochs):
+        model.partial_fit(X_epoch)
 
 
 def smoothing(X, n_documents, n_seeds):
     """Constant step size 0.05, minibatches of 64, one epoch, L = 1, 10, 30."""
     rng = np.random.default_rng(0)
     X = X[rng.permutation(X.shape[0])[:n_documents]]
-    X_train, completion = held_out(X, rng)
+    X_train, completion = completion_split(X, HELD_OUT_FRACTION, rng)
 
     def make_models(seed):
         common = dict(
@@ -140,7 +132,7 @@ def filtering(texts, n_documents, n_seeds):
     keep = np.asarray(X.sum(axis=1)).ravel() > 0
     is_first = np.arange(X.shape[0]) < len(first)
     X_first, X_second = X[keep & is_first], X[keep & ~is_first]
-    X_second, completion = held_out(X_second, rng)
+    X_second, completion = completion_split(X_second, HELD_OUT_FRACTION, rng)
     n_total = X_first.shape[0] + X_second.shape[0]
 
     def make_models(seed):
@@ -180,7 +172,9 @@ def filtering(texts, n_documents, n_seeds):
 def annealing(n_seeds):
     """Batch mode with a step of 0.85, and online SVI+ with minibatches of 1024."""
     X = load_corpus("NewsArticles", None, None)
-    X_train, completion = held_out(X, np.random.default_rng(0))
+    X_train, completion = completion_split(
+        X, HELD_OUT_FRACTION, np.random.default_rng(0)
+    )
     n_train = X_train.shape[0]
 
     def batch_models(seed):
@@ -236,7 +230,7 @@ def annealing(n_seeds):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argument_parser(__doc__)
     parser.add_argument("corpus", help="a text file of short texts")
     parser.add_argument("--column", help="the column of texts of a TSV file")
     parser.add_argument("--seeds", type=int, default=3)

