@@ -11,7 +11,7 @@ import itertools
 
 import numpy as np
 
-from sklearn_svi._completion import complete_documents
+from sklearn_svi.metrics import split_tokens
 
 from corpus import load_counts
 
@@ -60,11 +60,11 @@ def completion_split(X, fraction, rng):
     -------
     X_train : scipy.sparse.csr_matrix
         The training documents.
-    completion : DocumentCompletion
+    completion : TokenSplit
         The observed and predicted halves of the held-out documents.
     """
     X_train, X_held_out = split_documents(X, fraction, rng)
-    return X_train, complete_documents(X_held_out, rng)
+    return X_train, split_tokens(X_held_out, random_state=rng)
 
 
 def held_out_split(rng):
@@ -83,7 +83,7 @@ def held_out_split(rng):
         The words of the columns.
     X_train : scipy.sparse.csr_matrix
         The training documents.
-    completion : DocumentCompletion
+    completion : TokenSplit
         The held-out documents, split for document completion.
     """
     X, vocabulary = load_counts()

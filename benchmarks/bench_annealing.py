@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from sklearn_svi import AnnealedLDA, SmoothedLDA
-from sklearn_svi._completion import log_predictive
+from sklearn_svi.metrics import log_predictive
 
 from _common import argument_parser, held_out_split, shuffled_epochs
 from tables import mean_spread, report, simple_table
@@ -94,7 +94,7 @@ def fit_seeds(args, X_train, completion):
             seconds = time.perf_counter() - start
             elbo = model.score(X_train) / n_train
             scores.setdefault(name, []).append(
-                (log_predictive(model, completion), elbo, seconds)
+                (log_predictive(model, *completion), elbo, seconds)
             )
             print(f"seed {seed}: {name}: {scores[name][-1]}", flush=True)
     return scores

@@ -27,7 +27,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from sklearn_svi import FilteredLDA, SmoothedLDA
-from sklearn_svi._completion import log_predictive
+from sklearn_svi.metrics import log_predictive
 
 from _common import argument_parser, held_out_split, shuffled_epochs
 from tables import mean_spread, report, simple_table
@@ -63,13 +63,13 @@ def make_models(batch_size, n_train, seed):
     )
     models = {
         "Adaptive (the default)": FilteredLDA(**common),
-        "Student's t filter": FilteredLDA(filter="student-t", **common),
-        "Gaussian filter": FilteredLDA(filter="gaussian", **common),
+        "Student's t filter": FilteredLDA(learning_rate="student-t", **common),
+        "Gaussian filter": FilteredLDA(learning_rate="gaussian", **common),
         "Adaptive, published": FilteredLDA(
             bias_correction=False, min_step_size=None, **common
         ),
         "Student's t filter, published": FilteredLDA(
-            filter="student-t",
+            learning_rate="student-t",
             prior_variance=1e3,
             bias_correction=False,
             min_step_size=None,
@@ -80,7 +80,7 @@ def make_models(batch_size, n_train, seed):
         ),
     }
     for rate in CONSTANT_RATES:
-        models[f"Constant {rate:.0e}"] = SmoothedLDA(L=1, step_size=rate, **common)
+        models[f"Constant {rate:.0e}"] = SmoothedLDA(L=1, learning_rate=rate, **common)
     return models
 
 
@@ -97,7 +97,7 @@ def run_model(model, epochs, batch_size, evaluate_every, completion):
         Documents per minibatch.
     evaluate_every : int
         Number of updates between two measurements.
-    completion : DocumentCompletion
+    completion : TokenSplit
         The held-out documents.
 
     Returns
@@ -115,7 +115,7 @@ def run_model(model, epochs, batch_size, evaluate_every, completion):
             began = time.perf_counter()
             model.partial_fit(X_epoch[start : start + chunk])
             seconds += time.perf_counter() - began
-            scores.append(log_predictive(model, completion))
+            scores.append(log_predictive(model, *completion))
     return np.array(scores), seconds
 
 

@@ -32,7 +32,7 @@ from threadpoolctl import threadpool_limits
 
 import sklearn_svi
 from sklearn_svi import SmoothedLDA
-from sklearn_svi._completion import log_predictive
+from sklearn_svi.metrics import log_predictive
 
 from _common import GensimOnlineLDA, argument_parser, held_out_split, shuffled_epochs
 from tables import mean_spread, simple_table, write_results
@@ -74,7 +74,7 @@ class Setup:
     ----------
     X_train : scipy.sparse.csr_matrix
         The training documents.
-    completion : DocumentCompletion
+    completion : TokenSplit
         The held-out documents, split for document completion.
     n_epochs : int
         Passes over the training documents of each fit.
@@ -228,7 +228,7 @@ def run_model(model, epochs, completion):
         An unfitted model with ``partial_fit``.
     epochs : list of scipy.sparse.csr_matrix
         The shuffled training documents of each epoch.
-    completion : DocumentCompletion
+    completion : TokenSplit
         The held-out documents.
 
     Returns
@@ -239,7 +239,7 @@ def run_model(model, epochs, completion):
         Held-out per-word log predictive probability after the last epoch.
     """
     seconds = epoch_seconds(model, epochs)
-    return float(np.mean(seconds)), log_predictive(model, completion)
+    return float(np.mean(seconds)), log_predictive(model, *completion)
 
 
 def epoch_seconds(model, epochs):

@@ -63,7 +63,7 @@ def held_out_log_predictive(topic_word, completion, alpha):
     ----------
     topic_word : ndarray of shape (n_topics, n_features)
         Non-negative topic parameters; each row is normalised.
-    completion : DocumentCompletion
+    completion : TokenSplit
         The observed and predicted halves of the held-out documents.
     alpha : float
         The Dirichlet prior of the proportions.

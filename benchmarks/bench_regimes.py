@@ -31,7 +31,7 @@ from sklearn.feature_extraction.text import CountVectorizer
 from threadpoolctl import threadpool_limits
 
 from sklearn_svi import AnnealedLDA, FilteredLDA, SmoothedLDA
-from sklearn_svi._completion import log_predictive
+from sklearn_svi.metrics import log_predictive
 
 from _common import argument_parser, completion_split, reshuffled
 from corpus import load_corpus, load_texts, read_text_file
@@ -51,7 +51,7 @@ def compare(make_models, fit, completion, n_seeds):
         SVI first.
     fit : callable
         ``fit(model, seed)`` trains a model.
-    completion : DocumentCompletion
+    completion : TokenSplit
         The held-out documents.
     n_seeds : int
         Number of seeds.
@@ -65,7 +65,7 @@ def compare(make_models, fit, completion, n_seeds):
         for seed in range(n_seeds):
             for label, model in make_models(seed).items():
                 fit(model, seed)
-                score = log_predictive(model, completion)
+                score = log_predictive(model, *completion)
                 scores.setdefault(label, []).append(score)
                 print(f"  seed {seed} {label}: {score:.4f}", flush=True)
     return scores
@@ -103,7 +103,7 @@ def smoothing(X, n_documents, n_seeds):
         common = dict(
             local_step="vb",
             n_components=100,
-            step_size=0.05,
+            learning_rate=0.05,
             batch_size=64,
             total_samples=X_train.shape[0],
             random_state=seed,
@@ -147,7 +147,7 @@ def filtering(texts, n_documents, n_seeds):
         return {
             "plain SVI: SmoothedLDA(L=1)": SmoothedLDA(L=1, **common),
             "FilteredLDA() default": FilteredLDA(**common),
-            "FilteredLDA Student's t": FilteredLDA(filter="student-t", **common),
+            "FilteredLDA Student's t": FilteredLDA(learning_rate="student-t", **common),
             "FilteredLDA, no lower bound": FilteredLDA(min_step_size=None, **common),
             "SmoothedLDA() default": SmoothedLDA(**common),
             "plain SVI, collapsed step": SmoothedLDA(L=1, **collapsed),
@@ -181,7 +181,7 @@ def annealing(n_seeds):
         common = dict(
             local_step="vb",
             n_components=50,
-            step_size=0.85,
+            learning_rate=0.85,
             batch_size=n_train,
             max_iter=100,
             perp_tol=0.0,

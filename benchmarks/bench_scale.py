@@ -32,7 +32,7 @@ from sklearn.decomposition import LatentDirichletAllocation
 from threadpoolctl import threadpool_limits
 
 from sklearn_svi import AnnealedLDA, FilteredLDA, SmoothedLDA
-from sklearn_svi._completion import log_predictive
+from sklearn_svi.metrics import log_predictive
 
 from _common import (
     CORPUS_HELD_OUT_FRACTION,
@@ -86,11 +86,11 @@ def make_models(n_components, batch_size, n_train, seed):
         "SmoothedLDA() default": SmoothedLDA(**common),
         "AnnealedLDA() default": AnnealedLDA(**common),
         "FilteredLDA() default": FilteredLDA(**common),
-        "FilteredLDA Student's t": FilteredLDA(filter="student-t", **common),
-        "FilteredLDA Gaussian": FilteredLDA(filter="gaussian", **common),
+        "FilteredLDA Student's t": FilteredLDA(learning_rate="student-t", **common),
+        "FilteredLDA Gaussian": FilteredLDA(learning_rate="gaussian", **common),
         "AnnealedLDA M=64 fixed": AnnealedLDA(M=64, M_growth=0, **common),
         "FilteredLDA Student's t, published": FilteredLDA(
-            filter="student-t",
+            learning_rate="student-t",
             prior_variance=1e3,
             bias_correction=False,
             min_step_size=None,
@@ -121,7 +121,7 @@ def fit_and_score(model, epochs, completion):
             start = time.process_time()
             model.partial_fit(X_epoch)
             seconds += time.process_time() - start
-    return seconds, log_predictive(model, completion)
+    return seconds, log_predictive(model, *completion)
 
 
 def step_size_trace(model):

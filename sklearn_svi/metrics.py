@@ -14,11 +14,20 @@ with a fixed seed and has the signature of a scikit-learn scorer, so that
 ``GridSearchCV(..., scoring=completion_score)`` selects by it.
 """
 
+from typing import NamedTuple
+
 import numpy as np
 import scipy.sparse as sp
 from sklearn.pipeline import Pipeline
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_array, check_is_fitted
+from sklearn.utils.validation import check_array
+
+
+class TokenSplit(NamedTuple):
+    """The two halves of documents split by :func:`split_tokens`."""
+
+    observed: sp.csr_matrix
+    predicted: sp.csr_matrix
 
 
 def split_tokens(X, *, random_state=None):
@@ -38,10 +47,11 @@ def split_tokens(X, *, random_state=None):
 
     Returns
     -------
-    X_observed : scipy.sparse.csr_matrix of shape (n_kept, n_features)
-        Counts of the observed half of the documents with two tokens or more.
-    X_predicted : scipy.sparse.csr_matrix of shape (n_kept, n_features)
-        Counts of the other half, in the same rows.
+    split : TokenSplit
+        A named tuple ``(observed, predicted)`` of CSR matrices of shape
+        (n_kept, n_features): the counts of the observed half of the
+        documents with two tokens or more, and of the other half, in the
+        same rows.
     """
     X = check_array(X, accept_sparse="csr", dtype=[np.float64, np.float32])
     X = sp.csr_matrix(X)
@@ -75,7 +85,7 @@ def split_tokens(X, *, random_state=None):
         )
         return matrix.tocsr()
 
-    return counts_of(observed), counts_of(~observed)
+    return TokenSplit(counts_of(observed), counts_of(~observed))
 
 
 def log_predictive(estimator, X_observed, X_predicted):
@@ -85,7 +95,9 @@ def log_predictive(estimator, X_observed, X_predicted):
     ----------
     estimator : fitted LDA estimator
         An estimator whose ``transform`` returns normalised topic proportions
-        and whose ``components_`` has shape (n_topics, n_features).
+        and whose ``components_`` has shape (n_topics, n_features): any of
+        the package's, scikit-learn's LatentDirichletAllocation, or a
+        wrapper of another library with those two members.
     X_observed : {array-like, sparse matrix} of shape (n_documents, n_features)
         The observed half of each document, from which theta_d is inferred.
     X_predicted : {array-like, sparse matrix} of shape (n_documents, \
@@ -98,7 +110,6 @@ def log_predictive(estimator, X_observed, X_predicted):
         sum over predicted tokens of log(theta_d . beta_w), divided by the
         number of predicted tokens; higher is better.
     """
-    check_is_fitted(estimator)
     predicted = sp.coo_matrix(check_array(X_predicted, accept_sparse="coo"))
     if predicted.shape[0] != np.shape(X_observed)[0]:
         raise ValueError(
