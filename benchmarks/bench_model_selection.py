@@ -42,9 +42,11 @@ from tables import simple_table, write_results
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
-def candidate_grid(n_components, batch_size):
+def candidate_grid(n_components, batch_size, seed):
     """Twelve candidates: four values of L, of M and of the filter's prior."""
-    common = dict(n_components=n_components, batch_size=batch_size, max_iter=1)
+    common = dict(
+        n_components=n_components, batch_size=batch_size, max_iter=1, random_state=seed
+    )
     return [
         {"lda": [SmoothedLDA(**common)], "lda__L": [1, 3, 10, 30]},
         {
@@ -189,7 +191,7 @@ def main():
     if args.quick:
         X = X[:2000]
     X_train, X_test = train_test_split(X, test_size=0.2, random_state=args.seed)
-    grid = candidate_grid(args.n_components, args.batch_size)
+    grid = candidate_grid(args.n_components, args.batch_size, args.seed)
     rows, picks, rank_correlation, serial = compare_criteria(
         X_train, X_test, grid, args.seed
     )
