@@ -39,6 +39,7 @@ from sklearn.decomposition import LatentDirichletAllocation
 from threadpoolctl import threadpool_limits
 
 from sklearn_svi import FilteredLDA, SmoothedLDA
+from sklearn_svi.metrics import log_predictive
 
 from _common import (
     CORPUS_HELD_OUT_FRACTION,
@@ -56,38 +57,47 @@ GIBBS_SWEEPS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000]
 HELD_OUT_ITERATIONS = 200
 
 
-def held_out_log_predictive(topic_word, completion, alpha):
-    """Per-word log probability of the predicted halves given the topics.
+class PlugInTopics:
+    """Topics of any library, with the same inference of the proportions.
+
+    ``transform`` fits each document's proportions theta to its words by the
+    EM fixed point gamma = alpha + theta (n_d / (theta beta)) beta^T with the
+    normalised topics beta held fixed, ``HELD_OUT_ITERATIONS`` times from the
+    uniform start, so that every library is scored by one procedure
+    (:func:`sklearn_svi.metrics.log_predictive`).
 
     Parameters
     ----------
     topic_word : ndarray of shape (n_topics, n_features)
-        Non-negative topic parameters; each row is normalised.
-    completion : TokenSplit
-        The observed and predicted halves of the held-out documents.
+        Non-negative topic parameters.
     alpha : float
         The Dirichlet prior of the proportions.
-
-    Returns
-    -------
-    score : float
     """
-    beta = topic_word / topic_word.sum(axis=1, keepdims=True)
-    observed = completion.observed.tocsr()
-    rows = np.repeat(np.arange(observed.shape[0]), np.diff(observed.indptr))
-    word_beta = beta[:, observed.indices].T
-    theta = np.full((observed.shape[0], beta.shape[0]), 1.0 / beta.shape[0])
-    for _ in range(HELD_OUT_ITERATIONS):
-        ratio = observed.data / np.einsum("ij,ij->i", theta[rows], word_beta)
-        weights = sp.csr_matrix(
-            (ratio, observed.indices, observed.indptr), shape=observed.shape
-        )
-        gamma = alpha + theta * (weights @ beta.T)
-        theta = gamma / gamma.sum(axis=1, keepdims=True)
-    predicted = completion.predicted.tocsr()
-    rows = np.repeat(np.arange(predicted.shape[0]), np.diff(predicted.indptr))
-    probability = np.einsum("ij,ij->i", theta[rows], beta[:, predicted.indices].T)
-    return float(predicted.data @ np.log(probability) / predicted.data.sum())
+
+    def __init__(self, topic_word, alpha):
+        self.components_ = topic_word
+        self.alpha = alpha
+
+    def transform(self, X):
+        beta = self.components_ / self.components_.sum(axis=1, keepdims=True)
+        observed = X.tocsr()
+        rows = np.repeat(np.arange(observed.shape[0]), np.diff(observed.indptr))
+        word_beta = beta[:, observed.indices].T
+        theta = np.full((observed.shape[0], beta.shape[0]), 1.0 / beta.shape[0])
+        for _ in range(HELD_OUT_ITERATIONS):
+            ratio = observed.data / np.einsum("ij,ij->i", theta[rows], word_beta)
+            weights = sp.csr_matrix(
+                (ratio, observed.indices, observed.indptr), shape=observed.shape
+            )
+            gamma = self.alpha + theta * (weights @ beta.T)
+            theta = gamma / gamma.sum(axis=1, keepdims=True)
+        return theta
+
+
+def held_out_log_predictive(topic_word, completion, alpha):
+    """Per-word log probability of the predicted halves given the topics
+    (:class:`PlugInTopics`)."""
+    return log_predictive(PlugInTopics(topic_word, alpha), *completion)
 
 
 def online_checkpoints(model, X_train, seed, max_seconds):
