@@ -11,6 +11,7 @@ computes it, so the results do not depend on the number of threads.
 """
 
 import itertools
+import os
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -140,6 +141,31 @@ SERIAL = Workers(1)
 _active_workers = ContextVar("sklearn_svi_workers", default=SERIAL)
 
 
+def thread_count(n_jobs):
+    """Number of threads for scikit-learn's ``n_jobs``.
+
+    None means 1 and a positive value itself. A negative value counts from
+    the threads the process may use, -1 meaning all of them: all cores, or
+    inside a joblib worker the share of the cores joblib gives each worker
+    (its ``OMP_NUM_THREADS``), so that a parallel GridSearchCV over
+    estimators with ``n_jobs=-1`` does not run more threads than cores.
+
+    Parameters
+    ----------
+    n_jobs : int or None
+        The estimator's ``n_jobs``.
+
+    Returns
+    -------
+    n_threads : int
+    """
+    if n_jobs is None or n_jobs > 0:
+        return effective_n_jobs(n_jobs)
+    budget = os.environ.get("OMP_NUM_THREADS")
+    available = int(budget) if budget else effective_n_jobs(-1)
+    return max(1, available + 1 + n_jobs)
+
+
 @contextmanager
 def thread_pool(n_jobs):
     """Run the row-wise work of this context on scikit-learn's ``n_jobs``.
@@ -152,7 +178,7 @@ def thread_pool(n_jobs):
     n_jobs : int or None
         Number of threads, the calling one included.
     """
-    n_threads = effective_n_jobs(n_jobs)
+    n_threads = thread_count(n_jobs)
     if n_threads <= 1:
         token = _active_workers.set(SERIAL)
         try:

@@ -1,10 +1,12 @@
 """The thread pool of the update and the compiled row operations."""
 
+import os
 import threading
 import time
 
 import numpy as np
 import pytest
+from joblib import Parallel, delayed, effective_n_jobs
 
 from sklearn_svi._mechanisms import SparseStatistic
 from sklearn_svi._threads import (
@@ -14,6 +16,7 @@ from sklearn_svi._threads import (
     prefetch,
     run_calls,
     sum_rows,
+    thread_count,
     thread_pool,
 )
 from sklearn_svi._update_fast import form_target, replace_rows, step_toward_target
@@ -197,3 +200,17 @@ def test_target_and_step_match_numpy_on_their_rows(dtype, by_row, all_rows):
     np.testing.assert_allclose(natural, expected, rtol=tolerance)
     np.testing.assert_array_equal(natural[:5], expected[:5])
     np.testing.assert_array_equal(natural[20:], expected[20:])
+
+
+def probe_thread_count(n_jobs):
+    """The threads of ``n_jobs`` and joblib's thread budget, in a worker."""
+    return thread_count(n_jobs), os.environ.get("OMP_NUM_THREADS")
+
+
+def test_all_cores_in_a_joblib_worker_is_the_workers_share():
+    for count, budget in Parallel(n_jobs=2)(
+        delayed(probe_thread_count)(-1) for _ in range(2)
+    ):
+        assert count == int(budget)
+    assert thread_count(-1) == effective_n_jobs(-1)
+    assert thread_count(None) == 1 and thread_count(3) == 3

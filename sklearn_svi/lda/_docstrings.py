@@ -52,7 +52,9 @@ _SHARED_PARAMETERS = """\
         the last two evaluations differ by less than ``perp_tol``.
     n_jobs : int, default=None
         Number of threads of the local step and of the update; None means 1,
-        -1 all cores. The result does not depend on it.
+        -1 all cores (inside a joblib worker, such as a parallel
+        GridSearchCV's, the worker's share of them). The result does not
+        depend on it.
     verbose : int, default=0
         Print progress when positive.
     random_state : int, RandomState instance or None, default=None

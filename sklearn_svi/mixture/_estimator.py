@@ -112,8 +112,9 @@ class SVIGaussianMixture(
         Record the mean log-likelihood of ``X_val`` (or of the minibatch just
         used) in ``evaluation_history_`` every ``evaluate_every`` updates.
     n_jobs : int, default=None
-        Number of threads of the local step and of the update; None means 1.
-        The result does not depend on it.
+        Number of threads of the local step and of the update; None means 1,
+        -1 all cores (inside a joblib worker, its share of them). The result
+        does not depend on it.
     random_state : int, RandomState instance or None, default=None
         Seed of the initialisation, of the order of the samples in ``fit``
         and of the annealing noise.
