@@ -11,10 +11,11 @@ refitted on the whole training part and judged on a separate test part by
 document completion.
 
 Then the completion-scored search is timed with ``n_jobs=1`` and
-``n_jobs=2`` (joblib's process workers, each estimator with one thread, so
-the machine is not oversubscribed), and the peak memory of the process tree
-is sampled: joblib memory-maps the corpus's arrays for the workers instead
-of copying them per candidate.
+``n_jobs=2`` (joblib's process workers). The estimators have ``n_jobs=-1``:
+all cores in the serial search, the worker's share of them in the parallel
+one, so the machine is not oversubscribed. The peak memory of the process
+tree is sampled: joblib memory-maps the corpus's arrays for the workers
+instead of copying them per candidate.
 
 Run ``python benchmarks/bench_model_selection.py`` (healthtweets, about 10
 minutes on 2 cores); ``--corpus NewsArticles`` or ``--quick`` for a smaller
@@ -44,8 +45,14 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 def candidate_grid(n_components, batch_size, seed):
     """Twelve candidates: four values of L, of M and of the filter's prior."""
+    # n_jobs=-1: all cores in a serial search, the worker's share of them in
+    # a parallel one.
     common = dict(
-        n_components=n_components, batch_size=batch_size, max_iter=1, random_state=seed
+        n_components=n_components,
+        batch_size=batch_size,
+        max_iter=1,
+        n_jobs=-1,
+        random_state=seed,
     )
     return [
         {"lda": [SmoothedLDA(**common)], "lda__L": [1, 3, 10, 30]},
@@ -123,6 +130,11 @@ def _tree_rss(root):
         except OSError:
             continue
     return total
+
+
+def corpus_mib(X):
+    """Memory of the arrays of a CSR matrix, in MiB."""
+    return (X.data.nbytes + X.indices.nbytes + X.indptr.nbytes) / 2**20
 
 
 def run_search(X_train, grid, scoring, n_jobs, seed):
@@ -209,7 +221,9 @@ def main():
         "judged by document completion on the test documents:",
         simple_table(["selected by", "candidate", "test completion"], picks),
         "The completion-scored search with joblib's process workers (each "
-        "estimator with one thread); peak resident memory of the process tree:",
+        "estimator with n_jobs=-1: two threads in the serial search, one per "
+        "worker in the parallel one); peak resident memory of the process "
+        f"tree, for a training corpus of {corpus_mib(X_train):.1f} MiB:",
         simple_table(["n_jobs", "wall seconds", "peak MiB"], timing),
         f"Pick with n_jobs=1: {serial_pick}; with n_jobs=2: {parallel_pick}.",
     ]
