@@ -30,8 +30,11 @@ extensions = [
 exclude_patterns = ["_build"]
 root_doc = "index"
 
-# The API pages are written by autosummary into docs/generated/ (git-ignored).
+# The API pages are written by autosummary into docs/generated/ (git-ignored),
+# a page for every class and one for each of its public methods, inherited
+# ones included (docs/_templates/autosummary/class.rst).
 autosummary_generate = True
+templates_path = ["_templates"]
 
 # numpydoc: autosummary's class template already lists the members, so numpydoc
 # does not add its own member tables (which would describe them twice).
