@@ -275,3 +275,15 @@ def test_old_spelling_of_learning_rate_warns_and_still_works(
     new = renamed.fit(X)
     assert old.step_size_history_ == new.step_size_history_
     assert old.step_size_history_["step_size"] != []
+
+
+@pytest.mark.parametrize("n_features", [1, 30])
+def test_perplexity_of_documents_without_words_is_refused(n_features):
+    X = np.ones((20, n_features))
+    model = SmoothedLDA(n_components=2, max_iter=1, random_state=0).fit(X)
+    empty = np.zeros((3, n_features))
+    with pytest.raises(ValueError, match="holds no words"):
+        model.perplexity(empty)
+    # The bound of empty documents is the topics' term alone: finite.
+    assert np.isfinite(model.score(empty))
+    assert_allclose(model.transform(empty), 0.5)

@@ -348,9 +348,20 @@ class _OnlineLDA(
         -------
         perplexity : float
             Lower is better.
+
+        Raises
+        ------
+        ValueError
+            If X holds no words, where the perplexity is undefined.
         """
         X = self._check_fitted_documents(X)
-        return float(np.exp(-self._bound(X) / X.sum()))
+        n_words = X.sum()
+        if n_words <= 0:
+            raise ValueError(
+                "The perplexity is a mean over words, and X holds no words: "
+                "every document is empty."
+            )
+        return float(np.exp(-self._bound(X) / n_words))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
