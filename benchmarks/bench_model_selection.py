@@ -17,9 +17,9 @@ one, so the machine is not oversubscribed. The peak memory of the process
 tree is sampled: joblib memory-maps the corpus's arrays for the workers
 instead of copying them per candidate.
 
-Run ``python benchmarks/bench_model_selection.py`` (healthtweets, about 10
-minutes on 2 cores); ``--corpus NewsArticles`` or ``--quick`` for a smaller
-run.
+Run ``python benchmarks/bench_model_selection.py`` (healthtweets, about 5
+minutes on 2 cores), ``... NewsArticles --max-documents 2000`` for a short
+run, or ``... npm.tsv --column summary`` for a text file.
 """
 
 import argparse
@@ -28,7 +28,6 @@ import threading
 import time
 from pathlib import Path
 
-import numpy as np
 from joblib.externals.loky import get_reusable_executor
 from scipy.stats import spearmanr
 from sklearn.model_selection import GridSearchCV, KFold, train_test_split
@@ -37,7 +36,7 @@ from sklearn.pipeline import Pipeline
 from sklearn_svi import AnnealedLDA, FilteredLDA, SmoothedLDA
 from sklearn_svi.metrics import completion_score
 
-from corpus import load_counts
+from corpus import corpus_name, load_corpus
 from tables import simple_table, write_results
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -192,16 +191,24 @@ def time_parallel(X_train, grid, seed, serial):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--corpus", default="healthtweets")
+    parser.add_argument(
+        "corpus",
+        nargs="?",
+        default="healthtweets",
+        help="NewsArticles, healthtweets, or the path of a text file",
+    )
+    parser.add_argument("--column", help="the column of texts of a TSV file")
+    parser.add_argument("--n-features", type=int, default=10_000)
+    parser.add_argument(
+        "--max-documents", type=int, help="use the first documents only"
+    )
     parser.add_argument("--n-components", type=int, default=20)
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--quick", action="store_true", help="2,000 documents")
     args = parser.parse_args()
 
-    X = load_counts(args.corpus)[0].astype(np.float64)
-    if args.quick:
-        X = X[:2000]
+    X = load_corpus(args.corpus, args.column, args.n_features)[: args.max_documents]
+    name = corpus_name(args.corpus)
     X_train, X_test = train_test_split(X, test_size=0.2, random_state=args.seed)
     grid = candidate_grid(args.n_components, args.batch_size, args.seed)
     rows, picks, rank_correlation, serial = compare_criteria(
@@ -211,7 +218,7 @@ def main():
     serial_pick = picks[1][1]
     parallel_pick = candidate_name(parallel_search.best_params_)
     sections = [
-        f"Model selection on {args.corpus}: {X_train.shape[0]} training and "
+        f"Model selection on {name}: {X_train.shape[0]} training and "
         f"{X_test.shape[0]} test documents, K = {args.n_components}, minibatches "
         f"of {args.batch_size}, one pass per fit, 3-fold cross-validation.",
         "Mean cross-validated score of each candidate by each criterion:",
@@ -228,7 +235,7 @@ def main():
         f"Pick with n_jobs=1: {serial_pick}; with n_jobs=2: {parallel_pick}.",
     ]
     print("\n\n".join(sections))
-    write_results(RESULTS / f"model_selection_{args.corpus}.rst", sections)
+    write_results(RESULTS / f"model_selection_{name}.rst", sections)
 
 
 if __name__ == "__main__":
