@@ -1,10 +1,14 @@
 """README.rst's benchmark tables are those that benchmarks/update_readme.py
-writes from benchmarks/results/, and README.rst renders without a warning."""
+writes from benchmarks/results/, README.rst renders without a warning, and
+its examples run as written."""
 
+import re
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,3 +42,25 @@ def test_readme_renders_without_warnings():
         )
     except utils.SystemMessage as message:
         pytest.fail(f"README.rst does not render cleanly: {message}")
+
+
+def python_blocks(text):
+    """The bodies of the ``.. code-block:: python`` directives of ``text``."""
+    blocks = re.findall(r"\.\. code-block:: python\n\n((?:    .*\n|\n)+)", text)
+    return [textwrap.dedent(block) for block in blocks]
+
+
+def test_readme_examples_run_as_written(tmp_path, monkeypatch):
+    # The example reads corpus.txt, one text per line, from the working
+    # directory: a corpus of 400 short texts over 60 words is written there.
+    rng = np.random.default_rng(0)
+    words = [f"word{i}" for i in range(60)]
+    lines = [" ".join(rng.choice(words, size=12)) for _ in range(400)]
+    (tmp_path / "corpus.txt").write_text("\n".join(lines), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    blocks = python_blocks((ROOT / "README.rst").read_text(encoding="utf-8"))
+    assert blocks, "README.rst has no Python example"
+    for block in blocks:
+        namespace = {}
+        exec(compile(block, "README.rst", "exec"), namespace)
+        assert namespace["proportions"].shape == (400, 50)
