@@ -31,10 +31,11 @@ from sklearn.feature_extraction.text import CountVectorizer
 from threadpoolctl import threadpool_limits
 
 from sklearn_svi import AnnealedLDA, FilteredLDA, SmoothedLDA
+from sklearn_svi._topics import read_texts
 from sklearn_svi.metrics import log_predictive
 
 from _common import argument_parser, completion_split, reshuffled
-from corpus import load_corpus, load_texts, read_text_file
+from corpus import load_corpus, load_texts
 from tables import mean_spread, simple_table, write_results
 
 RESULTS_PATH = Path(__file__).resolve().parent / "results" / "regimes.rst"
@@ -237,7 +238,7 @@ def main(argv=None):
     parser.add_argument("--n-documents", type=int, default=60_000)
     args = parser.parse_args(argv)
 
-    texts = read_text_file(args.corpus, args.column)
+    texts = read_texts(args.corpus, args.column)
     X = load_corpus(args.corpus, args.column, 10_000)
     name = Path(args.corpus).stem
     sections = []

