@@ -149,8 +149,6 @@ def run_search(X_train, grid, scoring, n_jobs, seed):
         start = time.perf_counter()
         search.fit(X_train)
         seconds = time.perf_counter() - start
-        # Let the sampler see the workers before they are shut down.
-        time.sleep(0.2)
     get_reusable_executor().shutdown(wait=True)
     return search, seconds, memory.peak
 

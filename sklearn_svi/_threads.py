@@ -145,10 +145,11 @@ def thread_count(n_jobs):
     """Number of threads for scikit-learn's ``n_jobs``.
 
     None means 1 and a positive value itself. A negative value counts from
-    the threads the process may use, -1 meaning all of them: all cores, or
-    inside a joblib worker the share of the cores joblib gives each worker
-    (its ``OMP_NUM_THREADS``), so that a parallel GridSearchCV over
-    estimators with ``n_jobs=-1`` does not run more threads than cores.
+    the threads the process may use, -1 meaning all of them: the number
+    ``OMP_NUM_THREADS`` allows when it is set, as for scikit-learn's OpenMP
+    code, and all cores otherwise. joblib sets it in its workers to their
+    share of the cores, so that a parallel GridSearchCV over estimators with
+    ``n_jobs=-1`` does not run more threads than cores.
 
     Parameters
     ----------

@@ -8,7 +8,6 @@ import joblib
 import numpy as np
 from sklearn.feature_extraction.text import CountVectorizer
 from sklearn.pipeline import make_pipeline
-from sklearn.utils import gen_batches
 
 from .lda import SmoothedLDA, top_words
 from .metrics import completion_score
@@ -127,21 +126,24 @@ def fit_topics(
     start = time.perf_counter()
     for current_pass in range(1, passes + 1):
         shuffled = X_train[rng.permutation(X_train.shape[0])]
-        batches = list(gen_batches(shuffled.shape[0], batch_size))
-        marks = set(np.linspace(0, len(batches), REPORTS_PER_PASS + 1)[1:].astype(int))
-        for count, batch in enumerate(batches, start=1):
-            model.partial_fit(shuffled[batch])
-            if count in marks:
-                _report(
-                    model,
-                    current_pass,
-                    passes,
-                    count,
-                    len(batches),
-                    X_held_out,
-                    time.perf_counter() - start,
-                    stream,
-                )
+        n_batches = -(-shuffled.shape[0] // batch_size)
+        # Each partial_fit call takes whole minibatches, a few per report.
+        for chunk in np.array_split(
+            np.arange(n_batches), min(REPORTS_PER_PASS, n_batches)
+        ):
+            model.partial_fit(
+                shuffled[chunk[0] * batch_size : (chunk[-1] + 1) * batch_size]
+            )
+            _report(
+                model,
+                current_pass,
+                passes,
+                chunk[-1] + 1,
+                n_batches,
+                X_held_out,
+                time.perf_counter() - start,
+                stream,
+            )
     print(file=stream)
     for k, words in enumerate(
         top_words(model, vectorizer.get_feature_names_out(), n_words)
