@@ -26,6 +26,7 @@ from sklearn.utils._param_validation import Interval
 
 from ._mechanisms import SmoothingWindow
 from ._threads import map_rows, prefetch, sum_rows, thread_pool
+from ._transaction import spare_like, transaction
 from ._update_fast import form_target, step_toward_target
 
 # Most step sizes kept in ``step_size_history_``.
@@ -191,8 +192,36 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
         self.step_size_history_ = {"n_batch_iter": [], "step_size": []}
         self._step_size_record_every = 1
 
+    def _transaction(self):
+        """A context in which the model changes completely or not at all.
+
+        Whatever the body raises, ``KeyboardInterrupt`` included, the model
+        is put back as it was on entry (see :mod:`sklearn_svi._transaction`).
+        """
+        parts = [
+            part
+            for part in (
+                getattr(self, "_window", None),
+                getattr(self, "_step_size", None),
+            )
+            if part is not None
+        ]
+        lists = [
+            values
+            for history in (
+                getattr(self, "evaluation_history_", {}),
+                getattr(self, "step_size_history_", {}),
+            )
+            for values in history.values()
+        ]
+        return transaction(self, parts, getattr(self, "random_state_", None), lists)
+
     def _online_step(self, X_batch, minibatch, n_total, X_val):
-        """One SVI update from the minibatch ``X_batch``, prepared as ``minibatch``."""
+        """One SVI update from the minibatch ``X_batch``, prepared as ``minibatch``.
+
+        It runs as a transaction: if anything fails or is interrupted, the
+        model is left as after the previous update.
+        """
         step = self.n_batch_iter_ + 1
         weights = None
         if self._annealing is not None:
@@ -210,22 +239,7 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
         if self._step_size.observes_target:
             target = self._target(window_sum, scale, prior)
         rho = self._step_size(self.n_batch_iter_, target, self._natural)
-        # lambda = (1 - rho) lambda + rho lambda^, one pass over each row block
-        # that also sums its rows.
-        self._natural_updated(
-            sum_rows(
-                lambda span: step_toward_target(
-                    self._natural,
-                    *window_sum.restricted_to(span),
-                    scale,
-                    prior,
-                    rho,
-                    span.start,
-                    span.stop,
-                ),
-                len(self._natural),
-            )
-        )
+        self._move_natural(window_sum, scale, prior, rho)
         if self._annealing is not None:
             # Negative weights can take lambda^ out of the feasible set.
             self.n_projected_ += self._project_natural()
@@ -234,6 +248,36 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
         self._record_step_size(rho)
         if self.evaluate_every > 0 and self.n_batch_iter_ % self.evaluate_every == 0:
             self._record_evaluation(X_batch if X_val is None else X_val)
+
+    def _move_natural(self, window_sum, scale, prior, rho):
+        """lambda = (1 - rho) lambda + rho lambda^, refused if not finite.
+
+        One pass over each row block writes the new lambda to a spare array
+        and sums its rows; the new lambda replaces the old one only when
+        every sum is finite, so an overflow or a NaN never reaches the model.
+        """
+        updated = spare_like(self._natural, getattr(self, "_spare_natural", None))
+        row_sums = sum_rows(
+            lambda span: step_toward_target(
+                self._natural,
+                updated,
+                *window_sum.restricted_to(span),
+                scale,
+                prior,
+                rho,
+                span.start,
+                span.stop,
+            ),
+            len(self._natural),
+        )
+        if not np.all(np.isfinite(row_sums)):
+            raise FloatingPointError(
+                "The update from this minibatch would make the global "
+                f"parameters non-finite in {self._natural.dtype}: the data's "
+                "values are too large for the model's floating point type."
+            )
+        self._spare_natural, self._natural = self._natural, updated
+        self._natural_updated(row_sums)
 
     def _target_terms(self, window, n_total):
         """scale = N / (statistics in ``window``) and eta by row.
@@ -297,8 +341,10 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
         history["n_batch_iter"].append(self.n_batch_iter_)
         history["step_size"].append(float(rho))
         if len(history["step_size"]) == STEP_SIZE_RECORD_CAPACITY:
-            for values in history.values():
-                del values[::2]
+            # New lists, which a rollback can leave behind for the old ones.
+            self.step_size_history_ = {
+                name: values[1::2] for name, values in history.items()
+            }
             self._step_size_record_every *= 2
 
     def _record_evaluation(self, X):
@@ -315,8 +361,10 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
     def _run_pass(self, X, n_total, X_val, order=None):
         """Run the SVI update on consecutive minibatches of ``X``."""
         n_samples = X.shape[0]
-        if self.n_batch_iter_ == 0 and self._step_size.monte_carlo_batches:
-            self._start_step_size(X, n_total)
+        # A filter's start belongs to the first update, and is undone with it.
+        start_step_size = (
+            self.n_batch_iter_ == 0 and self._step_size.monte_carlo_batches > 0
+        )
         batches = [
             batch if order is None else order[batch]
             for batch in gen_batches(n_samples, self.batch_size)
@@ -328,9 +376,13 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
             X_batch, minibatch = upcoming.result()
             if index + 1 < len(batches):
                 upcoming = prefetch(self._minibatch, X, batches[index + 1])
-            self._online_step(X_batch, minibatch, n_total, X_val)
-        self.n_iter_ += 1
-        self._after_pass()
+            with self._transaction():
+                if index == 0 and start_step_size:
+                    self._start_step_size(X, n_total)
+                self._online_step(X_batch, minibatch, n_total, X_val)
+        with self._transaction():
+            self.n_iter_ += 1
+            self._after_pass()
 
     def _minibatch(self, X, rows):
         """``X[rows]``, and the same rows prepared for the local step."""
@@ -371,7 +423,8 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
         converged = False
         with thread_pool(self.n_jobs):
             if not warm:
-                self._initialize_online(X, n_samples, mechanisms)
+                with self._transaction():
+                    self._initialize_online(X, n_samples, mechanisms)
             for _ in range(self.max_iter):
                 order = self.random_state_.permutation(n_samples)
                 self._run_pass(X, n_samples, X_val, order=order)
@@ -419,7 +472,8 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
         X_val = self._check_evaluation_data(X_val, X.dtype)
         with thread_pool(self.n_jobs):
             if first_call:
-                self._initialize_online(X, self.total_samples, mechanisms)
+                with self._transaction():
+                    self._initialize_online(X, self.total_samples, mechanisms)
             self._run_pass(X, self.total_samples, X_val)
         return self
 

@@ -118,7 +118,8 @@ def form_target(
 
 
 def step_toward_target(
-    floating[:, ::1] natural,
+    const floating[:, ::1] natural,
+    floating[:, ::1] updated,
     const Py_ssize_t[::1] rows,
     const floating[:, ::1] block,
     double scale,
@@ -127,16 +128,20 @@ def step_toward_target(
     Py_ssize_t start,
     Py_ssize_t stop,
 ):
-    """natural = (1 - rho) natural + rho (prior + scale total) on rows ``start`` to ``stop - 1``.
+    """updated = (1 - rho) natural + rho (prior + scale total) on rows ``start`` to ``stop - 1``.
 
     The convex combination with the noisy optimum of :func:`form_target`,
     computed on the fly: one pass over lambda and the listed rows of the
     total, with no array for lambda^. The same pass sums the updated rows.
+    Written to an array of its own, the update leaves lambda as it was until
+    the caller adopts the result.
 
     Parameters
     ----------
     natural : ndarray of shape (n_params, n_components)
-        lambda, updated in place.
+        lambda, read only.
+    updated : ndarray of shape (n_params, n_components)
+        Output: the updated lambda on rows ``start`` to ``stop - 1``.
     rows, block, scale, prior :
         As in :func:`form_target`.
     rho : float
@@ -155,22 +160,24 @@ def step_toward_target(
     cdef floating keep = <floating> (1.0 - rho)
     cdef floating move = <floating> rho
     cdef floating eta
-    cdef floating* row
+    cdef const floating* row
+    cdef floating* out
     cdef const floating* sums
     column_sums = np.zeros(n_components, dtype=np.float64)
     cdef double[::1] column = column_sums
     with nogil:
         for i in range(start, stop):
             row = &natural[i, 0]
+            out = &updated[i, 0]
             eta = prior[i]
             if listed < rows.shape[0] and rows[listed] == i:
                 sums = &block[listed, 0]
                 for k in range(n_components):
-                    row[k] = keep * row[k] + move * _noisy_optimum(sums[k], factor, eta)
-                    column[k] += row[k]
+                    out[k] = keep * row[k] + move * _noisy_optimum(sums[k], factor, eta)
+                    column[k] += out[k]
                 listed += 1
             else:
                 for k in range(n_components):
-                    row[k] = keep * row[k] + move * eta
-                    column[k] += row[k]
+                    out[k] = keep * row[k] + move * eta
+                    column[k] += out[k]
     return column_sums

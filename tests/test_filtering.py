@@ -16,6 +16,7 @@ from sklearn_svi._mechanisms import (
     StepSize,
     StudentTFilter,
 )
+from sklearn_svi._mechanisms._step_sizes import _Schedule
 
 PARAMS = dict(n_components=4, batch_size=50, total_samples=600, random_state=0)
 
@@ -236,23 +237,14 @@ def test_filter_changes_only_the_step_size(planted_corpus, monkeypatch):
     assert_array_equal(replay.components_, filtered.components_)
 
 
-class ReplayedSchedule:
+class ReplayedSchedule(_Schedule):
     """A step size that plays back given step sizes."""
-
-    monte_carlo_batches = 0
-    observes_target = False
 
     def __init__(self, step_sizes):
         self.step_sizes = step_sizes
 
-    def start(self, targets, current):
-        pass
-
     def __call__(self, step, target, current):
         return self.step_sizes[step - 1]
-
-    def state(self):
-        return {}
 
 
 @pytest.mark.parametrize("filter", ["student-t", "gaussian", "adaptive"])

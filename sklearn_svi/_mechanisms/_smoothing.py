@@ -81,6 +81,7 @@ class SmoothingWindow:
         self.queue = deque()
         self.dtype = np.dtype(dtype)
         self._running_sum = None
+        self._undo = []
         if length > 1:
             self._running_sum = SparseStatistic(
                 np.arange(shape[0]), np.zeros(shape, dtype=dtype)
@@ -114,12 +115,40 @@ class SmoothingWindow:
             np.asarray(statistic.rows, dtype=np.intp),
             np.ascontiguousarray(statistic.block, dtype=self.dtype),
         )
-        oldest = self.queue.popleft() if len(self.queue) == self.length else None
+        oldest = self.queue[0] if len(self.queue) == self.length else None
+        total = None if self._running_sum is None else self._running_sum.block
+        # What ``rollback`` needs: the queue, and the rows of the running sum
+        # that the push rewrites, as they are now.
+        changed_rows = changed_block = None
+        if total is not None:
+            changed_rows = statistic.rows
+            if oldest is not None:
+                changed_rows = np.union1d(oldest.rows, statistic.rows)
+            changed_block = total[changed_rows]
+        self._undo.append((tuple(self.queue), changed_rows, changed_block))
+        if oldest is not None:
+            self.queue.popleft()
         self.queue.append(statistic)
-        if self._running_sum is None:
-            return
-        total = self._running_sum.block
-        map_rows(lambda span: _replace_rows(total, oldest, statistic, span), len(total))
+        if total is not None:
+            map_rows(
+                lambda span: _replace_rows(total, oldest, statistic, span), len(total)
+            )
+
+    def begin(self):
+        """Start recording pushes, for :meth:`rollback`."""
+        self._undo = []
+
+    def commit(self):
+        """Keep the pushes since :meth:`begin`."""
+        self._undo = []
+
+    def rollback(self):
+        """Undo the pushes since :meth:`begin`, newest first."""
+        for queue, changed_rows, changed_block in reversed(self._undo):
+            self.queue = deque(queue)
+            if changed_block is not None:
+                self._running_sum.block[changed_rows] = changed_block
+        self._undo = []
 
     @property
     def count(self):

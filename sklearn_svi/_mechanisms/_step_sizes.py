@@ -5,6 +5,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from .._threads import sum_rows
+from .._transaction import spare_like
 
 
 @runtime_checkable
@@ -34,6 +35,15 @@ class StepSize(Protocol):
     def state(self):
         """The state the user sees, a dict of floats."""
 
+    def begin(self):
+        """Start recording changes of the state, for ``rollback``."""
+
+    def commit(self):
+        """Keep the changes since ``begin``."""
+
+    def rollback(self):
+        """Return to the state at ``begin``."""
+
 
 class _Schedule:
     """A step size that depends on the update number alone."""
@@ -43,6 +53,15 @@ class _Schedule:
 
     def start(self, targets, current):
         """Nothing to start: a schedule draws no minibatches."""
+
+    def begin(self):
+        """A schedule has no state to record."""
+
+    def commit(self):
+        """A schedule has no state to keep."""
+
+    def rollback(self):
+        """A schedule has no state to restore."""
 
     def state(self):
         """A schedule keeps no state."""
@@ -167,6 +186,10 @@ class FilteredStepSize:
         self.corrected = corrected
         self.floor = floor
         self.mean_difference = np.zeros(shape, dtype=dtype)
+        # Each update writes the new g here and swaps it in, so that g is
+        # never changed in place and ``rollback`` only rebinds names.
+        self._spare_mean = None
+        self._saved = None
         self.mean_squared_norm = 0.0
         self.weight_square_sum = 0.0
         self.window = 0.0
@@ -219,10 +242,12 @@ class FilteredStepSize:
         Summed over fixed blocks of rows on the active threads.
         """
         decay = 1.0 - 1.0 / self.window
+        updated_mean = spare_like(self.mean_difference, self._spare_mean)
         squared_distance, squared_mean_norm = sum_rows(
-            lambda span: self._observe_rows(target, current, decay, span),
+            lambda span: self._observe_rows(target, current, decay, updated_mean, span),
             len(current),
         )
+        self._spare_mean, self.mean_difference = self.mean_difference, updated_mean
         self.mean_squared_norm = (
             decay * self.mean_squared_norm + squared_distance / self.window
         )
@@ -243,14 +268,43 @@ class FilteredStepSize:
             self.drift = max(mean_square - self.weight_square_sum * self.noise, 0.0)
         return float(squared_distance)
 
-    def _observe_rows(self, target, current, decay, span):
+    def _observe_rows(self, target, current, decay, updated_mean, span):
         difference = target[span] - current[span]
-        mean = self.mean_difference[span]
-        mean *= decay
+        mean = updated_mean[span]
+        np.multiply(self.mean_difference[span], decay, out=mean)
         mean += difference / self.window
         return np.array(
             [np.vdot(difference, difference), np.vdot(mean, mean)], dtype=np.float64
         )
+
+    def begin(self):
+        """Record the averages and the filter's state, for :meth:`rollback`."""
+        self._saved = (
+            {name: value for name, value in vars(self).items() if name != "_saved"},
+            vars(self.gain_rule).copy(),
+        )
+
+    def commit(self):
+        """Keep the changes since :meth:`begin`."""
+        self._saved = None
+
+    def rollback(self):
+        """Return to the state recorded by :meth:`begin`.
+
+        Every change since is a new value bound to a name (g is written to
+        a spare array and swapped in), so restoring the names restores the
+        state.
+        """
+        if self._saved is None:
+            return
+        attributes, gain_attributes = self._saved
+        vars(self).update(attributes)
+        vars(self.gain_rule).update(gain_attributes)
+        self._saved = None
+
+    def __getstate__(self):
+        # The spare array holds no information.
+        return {**vars(self), "_spare_mean": None, "_saved": None}
 
     def state(self):
         """Q, R, tau and the filter's own state."""

@@ -1,0 +1,109 @@
+"""All-or-nothing changes of a model.
+
+An update either completes or leaves no trace: :func:`transaction` records
+the model's attributes and the state of its parts before the update, and
+puts them back when anything is raised, ``KeyboardInterrupt`` included. It
+relies on two rules that the update keeps:
+
+- attributes change by assignment (a new object bound to the name), never
+  in place, so that the recorded bindings are the old values; the large
+  arrays that are rewritten every update, such as lambda, are written to a
+  spare array of their own (:func:`spare_like`) and then swapped in;
+- a part that does change in place (the smoothing window's running sum, a
+  filter's averages) has ``begin`` and ``rollback`` methods and undoes
+  itself.
+"""
+
+import signal
+import threading
+from contextlib import contextmanager
+
+import numpy as np
+
+
+@contextmanager
+def interrupts_deferred():
+    """Hold back Ctrl-C while the body runs and deliver it afterwards.
+
+    Only the main thread receives SIGINT; elsewhere, or when the handler is
+    not Python's own, the body runs as it is.
+    """
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        yield
+        return
+    received = []
+    signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        if received:
+            raise KeyboardInterrupt
+
+
+@contextmanager
+def transaction(model, parts=(), random_state=None, lists=()):
+    """Run the body as one change of ``model`` that completes or is undone.
+
+    Parameters
+    ----------
+    model : object
+        Whose attributes are put back as they were when the body raises.
+    parts : sequence of object
+        Parts of the model that change in place; each has ``begin()``,
+        called now, ``commit()``, called when the body completes, and
+        ``rollback()``, which undoes what the part did since ``begin()``.
+    random_state : RandomState or None
+        A random state whose draws in the body are undone as well.
+    lists : sequence of list
+        Lists that the body may append to; they are cut back to their
+        present length.
+    """
+    saved_attributes = model.__dict__.copy()
+    saved_random_state = None if random_state is None else random_state.get_state()
+    saved_lengths = [len(values) for values in lists]
+    for part in parts:
+        part.begin()
+    try:
+        yield
+        for part in parts:
+            part.commit()
+    except BaseException:
+        with interrupts_deferred():
+            for part in parts:
+                part.rollback()
+            model.__dict__.clear()
+            model.__dict__.update(saved_attributes)
+            if random_state is not None:
+                random_state.set_state(saved_random_state)
+            for values, length in zip(lists, saved_lengths):
+                del values[length:]
+        raise
+
+
+def spare_like(array, spare):
+    """An array to write the next value of ``array`` to.
+
+    Parameters
+    ----------
+    array : ndarray
+        The current value.
+    spare : ndarray or None
+        The array that held the value before it, reused when it is alike.
+
+    Returns
+    -------
+    spare : ndarray
+        ``spare`` itself, or a new uninitialised array like ``array``.
+    """
+    if (
+        spare is None
+        or spare is array
+        or spare.shape != array.shape
+        or spare.dtype != array.dtype
+    ):
+        return np.empty_like(array, order="C")
+    return spare
