@@ -165,6 +165,12 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
             min_step_size=self.min_step_size,
         )
 
+    def __getstate__(self):
+        # The spare array of lambda holds no information.
+        state = super().__getstate__()
+        state.pop("_spare_natural", None)
+        return state
+
     def _checked_mechanisms(self):
         """The mechanism settings, checked against the other parameters."""
         settings = self._mechanism_settings()

@@ -370,7 +370,8 @@ class _OnlineGaussianMixture(DensityMixin, OnlineUpdateMixin, BaseEstimator):
 
     def _after_pass(self):
         self.lower_bound_ = self._compute_lower_bound()
-        self.lower_bounds_.append(self.lower_bound_)
+        # A new list: attributes change by assignment (see ``_transaction``).
+        self.lower_bounds_ = [*self.lower_bounds_, self.lower_bound_]
 
     def _fit_converged(self):
         bounds = self.lower_bounds_

@@ -1,0 +1,278 @@
+"""Every update is all-or-nothing: interrupted anywhere, the model is as after
+its last completed minibatch and continues exactly like an uninterrupted run."""
+
+import copy
+import itertools
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from sklearn_svi import (
+    AnnealedLDA,
+    FilteredLDA,
+    SmoothedLDA,
+    SVIGaussianMixture,
+    _online,
+    make_lda_corpus,
+)
+from sklearn_svi._mechanisms import (
+    AnnealingWeights,
+    FilteredStepSize,
+    RobbinsMonroStepSize,
+    SmoothingWindow,
+    _smoothing,
+)
+from sklearn_svi._threads import thread_pool
+from sklearn_svi._transaction import interrupts_deferred
+
+BATCH = 40
+LDA = dict(n_components=4, batch_size=BATCH, total_samples=2000, random_state=0)
+MIXTURE = dict(
+    n_components=3, batch_size=BATCH, total_samples=2000, random_state=0, max_iter=1
+)
+
+ESTIMATORS = {
+    "smoothed": lambda: SmoothedLDA(L=3, evaluate_every=1, **LDA),
+    "annealed": lambda: AnnealedLDA(M=10, doc_topic_prior="auto", **LDA),
+    "filtered": lambda: FilteredLDA(
+        learning_rate="student-t", prior_variance=1.0, topic_word_prior="auto", **LDA
+    ),
+    "mixture": lambda: SVIGaussianMixture(
+        L=2, M=10, learning_rate="gaussian", prior_variance=1.0, **MIXTURE
+    ),
+}
+
+
+class Interrupted(KeyboardInterrupt):
+    """The interrupt the tests raise, told apart from a real Ctrl-C."""
+
+
+def data_for(name):
+    if name == "mixture":
+        rng = np.random.RandomState(0)
+        centres = np.array([[0.0, 0.0], [5.0, 5.0], [0.0, 6.0]])
+        return centres[rng.randint(3, size=200)] + rng.normal(size=(200, 2))
+    return make_lda_corpus(n_documents=200, n_features=60, n_topics=4, random_state=0)[
+        0
+    ]
+
+
+def snapshot(value):
+    """A value that compares equal exactly when the states are the same."""
+    if isinstance(value, np.ndarray):
+        return ("array", value.dtype.str, value.shape, value.tobytes())
+    if isinstance(value, np.random.RandomState):
+        kind, keys, position, has_gauss, gauss = value.get_state()
+        return ("rng", kind, keys.tobytes(), position, has_gauss, gauss)
+    if isinstance(value, dict):
+        return {key: snapshot(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [snapshot(item) for item in value]
+    if hasattr(value, "queue") and hasattr(value, "length"):
+        return snapshot({**vars(value), "queue": list(value.queue)})
+    if hasattr(value, "__dict__") and type(value).__module__.startswith("sklearn_svi"):
+        return (type(value).__name__, snapshot(vars(value)))
+    if callable(value) or value is None or np.isscalar(value):
+        return value
+    return (type(value).__name__, repr(value))
+
+
+def model_state(estimator):
+    """Everything the estimator holds, its spare arrays excepted."""
+    attributes = {
+        name: value
+        for name, value in vars(estimator).items()
+        if name not in ("_spare_natural",)
+    }
+    state = snapshot(attributes)
+    for part in ("_step_size",):
+        if part in state:
+            inner = dict(state[part][1])
+            inner.pop("_spare_mean", None)
+            state[part] = (state[part][0], inner)
+    return state
+
+
+def interrupt_at(monkeypatch, owner, name, call_number, after):
+    """Make ``owner.name`` raise on its ``call_number``-th call.
+
+    With ``after`` the call does its work first, so that what it changed
+    must be undone.
+    """
+    original = getattr(owner, name)
+    calls = []
+    # next() on a count is atomic: each call gets its own number on any thread.
+    numbers = itertools.count(1)
+
+    def wrapper(*args, **kwargs):
+        number = next(numbers)
+        calls.append(number)
+        if number == call_number and not after:
+            raise Interrupted
+        result = original(*args, **kwargs)
+        if number == call_number:
+            raise Interrupted
+        return result
+
+    monkeypatch.setattr(owner, name, wrapper)
+    return calls
+
+
+# Each stage of an update: (owner of the function, its name). Methods of the
+# estimators are looked up on their class at run time.
+STAGES = [
+    ("estimator", "_local_statistic"),
+    (AnnealingWeights, "__call__"),
+    (SmoothingWindow, "push"),
+    (_smoothing, "_replace_rows"),
+    (FilteredStepSize, "__call__"),
+    (FilteredStepSize, "_observe"),
+    (RobbinsMonroStepSize, "__call__"),
+    (_online, "step_toward_target"),
+    ("estimator", "_natural_updated"),
+    ("estimator", "_project_natural"),
+    ("estimator", "_after_update"),
+    ("estimator", "_record_step_size"),
+    ("estimator", "_evaluation_score"),
+    ("estimator", "_after_pass"),
+]
+
+
+def completed_after(fitted, X, n_minibatches):
+    """A copy of ``fitted`` after the updates of the first ``n_minibatches``
+    of X, without the end of a pass."""
+    reference = copy.deepcopy(fitted)
+    X = reference._check_training_data(X, reset=False).astype(reference._natural.dtype)
+    with thread_pool(reference.n_jobs):
+        for start in range(0, n_minibatches * BATCH, BATCH):
+            X_batch = X[start : start + BATCH]
+            minibatch = reference._prepare_minibatch(X_batch)
+            with reference._transaction():
+                reference._online_step(
+                    X_batch, minibatch, reference.total_samples, None
+                )
+    return reference
+
+
+def interrupted_fit(monkeypatch, fitted, X, owner, function, call_number, after):
+    """A copy of ``fitted`` given ``partial_fit(X)`` with ``owner.function``
+    interrupted on its ``call_number``-th call; None if it was not called
+    that often."""
+    model = copy.deepcopy(fitted)
+    owner = type(fitted) if owner == "estimator" else owner
+    with monkeypatch.context() as patch:
+        calls = interrupt_at(patch, owner, function, call_number, after)
+        try:
+            model.partial_fit(X)
+        except Interrupted:
+            return model
+    assert len(calls) < call_number
+    return None
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_an_interrupt_at_any_stage_leaves_the_last_completed_update(
+    monkeypatch, name, n_jobs
+):
+    X = data_for(name)
+    first, second = X[:80], X[80:200]
+    fitted = ESTIMATORS[name]().set_params(n_jobs=n_jobs).partial_fit(first)
+    states = [model_state(completed_after(fitted, second, n)) for n in range(4)]
+    uninterrupted = model_state(copy.deepcopy(fitted).partial_fit(second))
+    n_interrupted = 0
+    for owner, function in STAGES:
+        for call_number in (1, 2, 3):
+            for after in (False, True):
+                model = interrupted_fit(
+                    monkeypatch, fitted, second, owner, function, call_number, after
+                )
+                if model is None:
+                    continue
+                n_interrupted += 1
+                completed = model.n_batch_iter_ - fitted.n_batch_iter_
+                where = (function, call_number, after)
+                assert model_state(model) == states[completed], where
+                if completed < 3:
+                    # The rest of the data continues the run as if nothing
+                    # had happened.
+                    model.partial_fit(second[completed * BATCH :])
+                    assert model_state(model) == uninterrupted, where
+    assert n_interrupted >= 30
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+@pytest.mark.parametrize(
+    "owner, function", [(_online, "step_toward_target"), (_smoothing, "_replace_rows")]
+)
+def test_an_interrupt_in_any_row_block_of_the_update_is_undone(
+    monkeypatch, n_jobs, owner, function
+):
+    # 10,000 words: lambda's update runs in three blocks of rows, and the
+    # window's running sum in one block per thread or more.
+    X = make_lda_corpus(n_documents=120, n_features=10_000, n_topics=2, random_state=0)[
+        0
+    ]
+    fitted = SmoothedLDA(n_jobs=n_jobs, L=2, **{**LDA, "n_components": 2})
+    fitted.partial_fit(X[:80])
+    state = model_state(fitted)
+    uninterrupted = copy.deepcopy(fitted).partial_fit(X[80:])
+    n_blocks = 0
+    for block in range(1, 20):
+        for after in (False, True):
+            model = interrupted_fit(
+                monkeypatch, fitted, X[80:], owner, function, block, after
+            )
+            if model is None:
+                continue
+            n_blocks += after
+            assert model_state(model) == state, (block, after)
+            model.partial_fit(X[80:])
+            assert model_state(model) == model_state(uninterrupted)
+    assert n_blocks >= 3 if function == "step_toward_target" else n_blocks >= n_jobs
+
+
+def test_ctrl_c_during_the_rollback_is_delivered_after_it():
+    received = []
+    with pytest.raises(KeyboardInterrupt):
+        with interrupts_deferred():
+            signal.raise_signal(signal.SIGINT)
+            received.append("the body ran to its end")
+    assert received == ["the body ran to its end"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_a_real_ctrl_c_at_a_random_moment_is_survived(n_jobs):
+    X = make_lda_corpus(n_documents=600, n_features=2000, n_topics=5, random_state=0)[0]
+    fitted = SmoothedLDA(n_jobs=n_jobs, L=4, **{**LDA, "n_components": 5})
+    fitted.partial_fit(X[:80])
+    rest = X[80:]
+    uninterrupted = model_state(copy.deepcopy(fitted).partial_fit(rest))
+    start = time.perf_counter()
+    copy.deepcopy(fitted).partial_fit(rest)
+    duration = time.perf_counter() - start
+    rng = np.random.RandomState(0)
+    n_resumed = 0
+    for delay in rng.uniform(0.1, 0.9, size=20) * duration:
+        model = copy.deepcopy(fitted)
+        timer = threading.Timer(delay, signal.raise_signal, args=(signal.SIGINT,))
+        timer.start()
+        try:
+            model.partial_fit(rest)
+        except KeyboardInterrupt:
+            pass
+        timer.join()
+        completed = model.n_batch_iter_ - fitted.n_batch_iter_
+        if completed * BATCH >= rest.shape[0]:
+            continue
+        assert model_state(model) == model_state(
+            completed_after(fitted, rest, completed)
+        )
+        model.partial_fit(rest[completed * BATCH :])
+        assert model_state(model) == uninterrupted
+        n_resumed += 1
+    assert n_resumed >= 10
