@@ -73,8 +73,12 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
         """The estimator's mechanisms, a ``_mechanisms.Mechanisms``."""
 
     @abstractmethod
-    def _check_training_data(self, X, reset):
-        """``X`` validated for an update; ``reset`` on the first one."""
+    def _check_training_data(self, X, reset, dtype=None):
+        """``X`` validated for an update; ``reset`` on the first one.
+
+        The result has the floating point type ``dtype``, or for None that
+        of ``X`` when it is float32 or float64, and float64 otherwise.
+        """
 
     @abstractmethod
     def _initial_natural(self, X, n_total, random_state):
@@ -115,6 +119,11 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
         processed, so it must only read ``X_batch``.
         """
         return X_batch
+
+    def _least_likely_samples(self, X_batch):
+        """Indices of the samples of ``X_batch`` that fit the model worst,
+        worst first, named when an update from them is refused."""
+        return np.empty(0, dtype=np.intp)
 
     def _natural_updated(self, row_sums):
         """Hook run after lambda moved, with the float64 sums of its rows,
@@ -382,13 +391,36 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
             X_batch, minibatch = upcoming.result()
             if index + 1 < len(batches):
                 upcoming = prefetch(self._minibatch, X, batches[index + 1])
-            with self._transaction():
-                if index == 0 and start_step_size:
-                    self._start_step_size(X, n_total)
-                self._online_step(X_batch, minibatch, n_total, X_val)
+            try:
+                with self._transaction():
+                    if index == 0 and start_step_size:
+                        self._start_step_size(X, n_total)
+                    self._online_step(X_batch, minibatch, n_total, X_val)
+            except (ValueError, FloatingPointError) as error:
+                samples = np.arange(n_samples)[batches[index]]
+                raise self._refused_update(error, X_batch, samples) from error
         with self._transaction():
             self.n_iter_ += 1
             self._after_pass()
+
+    def _refused_update(self, error, X_batch, samples):
+        """The error that says why the update from ``X_batch`` was refused.
+
+        Called after the update was undone. ``samples`` numbers the
+        minibatch's samples in the caller's ``X``.
+        """
+        suspects = samples[self._least_likely_samples(X_batch)[:5]]
+        hint = ""
+        if len(suspects):
+            hint = (
+                " The samples of the minibatch that fit the model worst are, "
+                f"by their row in X: {', '.join(map(str, suspects))}."
+            )
+        return ValueError(
+            f"The update from a minibatch of {len(samples)} samples failed and "
+            f"was undone; the model is as after update {self.n_batch_iter_}. "
+            f"{error}{hint}"
+        )
 
     def _minibatch(self, X, rows):
         """``X[rows]``, and the same rows prepared for the local step."""
@@ -421,9 +453,9 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
         """
         mechanisms = self._checked_mechanisms()
         warm = getattr(self, "warm_start", False) and hasattr(self, "_natural")
-        X = self._check_training_data(X, reset=not warm)
-        if warm:
-            X = X.astype(self._natural.dtype, copy=False)
+        X = self._check_training_data(
+            X, reset=not warm, dtype=self._natural.dtype if warm else None
+        )
         X_val = self._check_evaluation_data(X_val, X.dtype)
         n_samples = X.shape[0]
         converged = False
@@ -472,9 +504,9 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
         """
         mechanisms = self._checked_mechanisms()
         first_call = not hasattr(self, "_natural")
-        X = self._check_training_data(X, reset=first_call)
-        if not first_call:
-            X = X.astype(self._natural.dtype, copy=False)
+        X = self._check_training_data(
+            X, reset=first_call, dtype=None if first_call else self._natural.dtype
+        )
         X_val = self._check_evaluation_data(X_val, X.dtype)
         with thread_pool(self.n_jobs):
             if first_call:
@@ -486,4 +518,4 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
     def _check_evaluation_data(self, X_val, dtype):
         if X_val is None:
             return None
-        return self._check_training_data(X_val, reset=False).astype(dtype, copy=False)
+        return self._check_training_data(X_val, reset=False, dtype=dtype)

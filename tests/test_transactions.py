@@ -276,3 +276,52 @@ def test_a_real_ctrl_c_at_a_random_moment_is_survived(n_jobs):
         assert model_state(model) == uninterrupted
         n_resumed += 1
     assert n_resumed >= 10
+
+
+def test_a_far_out_sample_is_refused_and_named_and_the_mixture_stays_usable():
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(30 * 64, 3))
+    mixture = SVIGaussianMixture(
+        n_components=3, batch_size=64, random_state=0, max_iter=1
+    ).partial_fit(X)
+    before = model_state(mixture)
+    far_out = rng.normal(size=(64, 3))
+    far_out[17] = 1e10
+    # scikit-learn's BayesianGaussianMixture refuses such data as well.
+    with pytest.raises(ValueError, match=r"undone.*row in X: 17\b"):
+        mixture.partial_fit(far_out)
+    assert model_state(mixture) == before
+    clean = copy.deepcopy(mixture).partial_fit(X[:64])
+    mixture.partial_fit(X[:64])
+    assert model_state(mixture) == model_state(clean)
+
+
+@pytest.mark.parametrize("dtype, limit", [(np.float32, 2**24), (np.float64, 2**53)])
+def test_counts_beyond_what_the_type_holds_exactly_are_refused(dtype, limit):
+    X = make_lda_corpus(n_documents=100, n_features=50, random_state=0)[0]
+    X = X.toarray().astype(dtype)
+    model = SmoothedLDA(**LDA).partial_fit(X)
+    before = model_state(model)
+    at_limit = X.copy()
+    at_limit[3, 5] = limit
+    assert model.score(at_limit) < 0
+    too_large = X.copy()
+    too_large[3, 5] = limit * 2
+    too_large[7, 1] = limit * 2
+    for method in (model.partial_fit, model.transform, model.score, model.perplexity):
+        with pytest.raises(ValueError, match=r"counts above .* rows 3, 7\."):
+            method(too_large)
+    assert model_state(model) == before
+
+
+def test_an_update_that_would_overflow_is_refused_and_undone():
+    X = make_lda_corpus(n_documents=100, n_features=50, random_state=0)[0]
+    model = SmoothedLDA(**{**LDA, "total_samples": 1e37}).partial_fit(
+        X[:40].astype(np.float32)
+    )
+    before = model_state(model)
+    heavy = X[40:80].astype(np.float32) * 1000
+    with pytest.raises(ValueError, match="non-finite in float32.*row in X: "):
+        model.partial_fit(heavy)
+    assert model_state(model) == before
+    assert np.isfinite(model.components_).all()

@@ -41,6 +41,27 @@ def _raise_to_floor(values, floor, span):
     return int(np.count_nonzero(below))
 
 
+def _check_count_limit(X):
+    """Refuse counts above 2**(mantissa bits + 1), 2**24 for float32 and
+    2**53 for float64: the largest integers the type holds exactly.
+
+    The bound's word term n log(n / ratio) is off by about n times the
+    type's precision, so beyond that limit a document's score would be
+    wrong by more than a nat, and could come out positive.
+    """
+    limit = 2 ** (np.finfo(X.dtype).nmant + 1)
+    too_large = np.flatnonzero(X.data > limit)
+    if len(too_large):
+        rows = np.unique(np.searchsorted(X.indptr, too_large, side="right") - 1)
+        raise ValueError(
+            f"X holds counts above {limit:.0f} (2**{np.finfo(X.dtype).nmant + 1}), "
+            f"the largest integer that {X.dtype} holds exactly, in the rows "
+            f"{', '.join(map(str, rows[:5]))}{', ...' if len(rows) > 5 else ''}. "
+            "Beyond it the topic model's sums lose whole counts to rounding. "
+            "Pass float64 counts (up to 2**53), or rescale the counts."
+        )
+
+
 class _OnlineLDA(
     ClassNamePrefixFeaturesOutMixin, TransformerMixin, OnlineUpdateMixin, BaseEstimator
 ):
@@ -105,7 +126,9 @@ class _OnlineLDA(
 
     # -- input validation --------------------------------------------------------
 
-    def _check_documents(self, X, reset):
+    def _check_documents(self, X, reset, dtype=None):
+        """Counts as a CSR matrix of type ``dtype`` (None: float32 stays
+        float32, anything else becomes float64)."""
         X = validate_data(
             self,
             X,
@@ -114,19 +137,22 @@ class _OnlineLDA(
             dtype=[np.float64, np.float32],
         )
         check_non_negative(X, f"{type(self).__name__} (input X)")
-        if not sp.issparse(X):
-            X = sp.csr_matrix(X)
+        X = sp.csr_matrix(X, dtype=dtype)
+        _check_count_limit(X)
         return X
 
-    def _check_training_data(self, X, reset):
-        return self._check_documents(X, reset)
+    def _check_training_data(self, X, reset, dtype=None):
+        return self._check_documents(X, reset, dtype)
 
     def _check_fitted_documents(self, X):
         """Validate documents for a fitted model, in the dtype of lambda."""
         check_is_fitted(self)
-        return self._check_documents(X, reset=False).astype(
-            self._natural.dtype, copy=False
-        )
+        return self._check_documents(X, reset=False, dtype=self._natural.dtype)
+
+    def _least_likely_samples(self, X_batch):
+        """The documents with the most words first: in a refused update
+        they are the likeliest cause (counts too large for the model)."""
+        return np.argsort(-np.asarray(X_batch.sum(axis=1)).ravel(), kind="stable")
 
     # -- the model's part of the online update ------------------------------------
 
@@ -237,17 +263,25 @@ class _OnlineLDA(
 
     def _document_bound(self, local):
         """The documents' terms of the ELBO (Hoffman et al. 2013, eq. 29-30)."""
-        counts = local.documents.counts
+        # In float64 whatever the model's type: the terms are large and of
+        # both signs, and their sum is far smaller than each of them.
+        counts = local.documents.counts.astype(np.float64)
         nonzero = counts > 0
         # sum_w n_dw log sum_k exp(E[log theta_dk] + E[log beta_kw])
         word_term = np.sum(
-            counts[nonzero] * np.log(counts[nonzero] / local.count_ratio[nonzero])
+            counts[nonzero]
+            * np.log(counts[nonzero] / local.count_ratio[nonzero].astype(np.float64))
         )
-        return word_term + _dirichlet_term(self.doc_topic_prior_, local.doc_topic)
+        return word_term + _dirichlet_term(
+            self.doc_topic_prior_, local.doc_topic.astype(np.float64)
+        )
 
     def _topic_bound(self):
-        """The topics' terms of the ELBO (Hoffman et al. 2013, eq. 31)."""
-        return _dirichlet_term(self.topic_word_prior_, self.components_)
+        """The topics' terms of the ELBO (Hoffman et al. 2013, eq. 31), in
+        float64."""
+        return _dirichlet_term(
+            self.topic_word_prior_, self.components_.astype(np.float64)
+        )
 
     def _infer(self, X, collapsed=None):
         """The local step on X with the estimator's own threads."""

@@ -56,10 +56,20 @@ class _OnlineGaussianMixture(DensityMixin, OnlineUpdateMixin, BaseEstimator):
 
     # -- validation and priors ---------------------------------------------------
 
-    def _check_training_data(self, X, reset):
+    def _check_training_data(self, X, reset, dtype=None):
         return validate_data(
-            self, X, reset=reset, dtype=[np.float64, np.float32], ensure_min_samples=1
+            self,
+            X,
+            reset=reset,
+            dtype=[np.float64, np.float32] if dtype is None else dtype,
+            ensure_min_samples=1,
         )
+
+    def _least_likely_samples(self, X_batch):
+        """The samples of lowest likelihood under the model first: in a
+        refused update they are the likeliest cause (outliers so far out
+        that the scale matrices lose their precision)."""
+        return np.argsort(self._log_responsibilities(X_batch)[0], kind="stable")
 
     def _check_data(self, X):
         check_is_fitted(self)
