@@ -4,7 +4,7 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
-from sklearn.utils import check_random_state
+from sklearn.utils import check_random_state, check_scalar
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
@@ -445,11 +445,8 @@ degrees_of_freedom_prior_, covariance_prior_
             The component of each sample.
         """
         check_is_fitted(self)
-        if n_samples < 1:
-            raise ValueError(
-                f"Invalid value for 'n_samples': {n_samples}. The sampling "
-                "requires at least one sample."
-            )
+        # An integer of at least 1: 1.5 samples is an error, not 1 sample.
+        check_scalar(n_samples, "n_samples", Integral, min_val=1)
         rng = check_random_state(self.random_state)
         counts = rng.multinomial(n_samples, self.weights_)
         n_features = self.means_.shape[1]

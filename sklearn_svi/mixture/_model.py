@@ -46,6 +46,18 @@ from ._normal_wishart import SCALES, _NaturalLayout
 _LOCAL_BLOCK_SIZE = 4096
 
 
+def _check_log_densities(weighted):
+    """Refuse samples whose log-density overflowed under every component."""
+    overflowed = np.flatnonzero(~np.isfinite(weighted).all(axis=1))
+    if len(overflowed):
+        raise ValueError(
+            f"The samples in rows {', '.join(map(str, overflowed[:5]))}"
+            f"{', ...' if len(overflowed) > 5 else ''} lie so far from the "
+            f"components that their log-densities overflow {weighted.dtype}. "
+            "Scale the data, for instance with StandardScaler."
+        )
+
+
 class _OnlineGaussianMixture(DensityMixin, OnlineUpdateMixin, BaseEstimator):
     """The Bayesian Gaussian mixture as a model of the shared online update.
 
@@ -57,19 +69,33 @@ class _OnlineGaussianMixture(DensityMixin, OnlineUpdateMixin, BaseEstimator):
     # -- validation and priors ---------------------------------------------------
 
     def _check_training_data(self, X, reset, dtype=None):
-        return validate_data(
+        """Validated samples whose outer products x x^T, the statistic of
+        the scale matrices, are finite."""
+        X = validate_data(
             self,
             X,
             reset=reset,
             dtype=[np.float64, np.float32] if dtype is None else dtype,
             ensure_min_samples=1,
         )
+        with np.errstate(over="ignore"):
+            overflowed = np.flatnonzero(~np.isfinite(np.einsum("ij,ij->i", X, X)))
+        if len(overflowed):
+            raise ValueError(
+                f"The samples in rows {', '.join(map(str, overflowed[:5]))}"
+                f"{', ...' if len(overflowed) > 5 else ''} are too large to "
+                f"fit: their squared norms overflow {X.dtype}. Scale the data, "
+                "for instance with StandardScaler."
+            )
+        return X
 
     def _least_likely_samples(self, X_batch):
-        """The samples of lowest likelihood under the model first: in a
-        refused update they are the likeliest cause (outliers so far out
-        that the scale matrices lose their precision)."""
-        return np.argsort(self._log_responsibilities(X_batch)[0], kind="stable")
+        """The samples farthest from every component first: in a refused
+        update they are the likeliest cause (outliers so far out that the
+        scale matrices lose their precision)."""
+        weighted = self._weighted_log_densities(X_batch)
+        best = np.max(np.where(np.isnan(weighted), -np.inf, weighted), axis=1)
+        return np.argsort(best, kind="stable")
 
     def _check_data(self, X):
         check_is_fitted(self)
@@ -218,7 +244,9 @@ class _OnlineGaussianMixture(DensityMixin, OnlineUpdateMixin, BaseEstimator):
 
         def block_statistic(span):
             X_block = X[span]
-            log_resp = self._log_responsibilities(X_block)[1]
+            # Rows of a block are not the user's rows: an overflow is named
+            # by the refused update instead.
+            log_resp = self._log_responsibilities(X_block, check_overflow=False)[1]
             resp = np.exp(log_resp)
             if sample_weight is not None:
                 resp *= sample_weight[span, np.newaxis]
@@ -320,10 +348,22 @@ class _OnlineGaussianMixture(DensityMixin, OnlineUpdateMixin, BaseEstimator):
             log_det_expectation - n_features / self.mean_precision_
         )
 
-    def _log_responsibilities(self, X):
-        """Per-sample log normaliser and log responsibilities."""
+    def _weighted_log_densities(self, X):
+        """E[log pi_k] + E[log N(x | mu_k, Lambda_k^-1)], shape (n_samples, K)."""
         weighted = self._expected_log_densities(X) + self._expected_log_weights()
-        weighted = weighted.astype(X.dtype, copy=False)
+        return weighted.astype(X.dtype, copy=False)
+
+    def _log_responsibilities(self, X, check_overflow=True):
+        """Per-sample log normaliser and log responsibilities.
+
+        With ``check_overflow``, samples so far out that their log-density
+        under every component overflows raise a ValueError that names their
+        rows in ``X``; without it they get NaN responsibilities, which the
+        update refuses.
+        """
+        weighted = self._weighted_log_densities(X)
+        if check_overflow:
+            _check_log_densities(weighted)
         log_norm = logsumexp(weighted, axis=1)
         return log_norm, weighted - log_norm[:, np.newaxis]
 
