@@ -1,0 +1,202 @@
+"""Soak test: millions of documents through partial_fit, saved and reloaded on the way.
+
+A long-running service updates a model with chunks of a stream and saves it
+now and then; if it stops, it continues from the saved copy. This script
+runs that service for ``--documents`` documents (10 million by default): the
+chunks are the rows of a corpus, reshuffled each epoch, and one run saves the
+model with joblib every ``--checkpoint-every`` chunks and continues from the
+loaded copy, while the other runs without a break. Each run is a process of
+its own, and records its resident memory at every checkpoint.
+
+It prints, for each estimator and run: seconds, documents per second, the
+resident memory at the first checkpoint and the largest at a later one, and
+whether the saved-and-reloaded run ended with exactly the model of the
+unbroken run.
+
+Run ``python benchmarks/bench_soak.py FILE --column summary`` on a
+tab-separated file of texts (or one text per line without ``--column``).
+"""
+
+import argparse
+import hashlib
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import joblib
+import scipy.sparse as sp
+from threadpoolctl import threadpool_limits
+
+from sklearn_svi import FilteredLDA, SmoothedLDA
+
+from _common import argument_parser, reshuffled
+from corpus import corpus_name, load_corpus
+from tables import report, simple_table
+
+RESULTS_DIRECTORY = Path(__file__).resolve().parent / "results"
+N_COMPONENTS = 20
+BATCH_SIZE = 256
+CHUNK_SIZE = 10_000
+ESTIMATORS = {
+    "SmoothedLDA(L=10)": lambda n: SmoothedLDA(
+        n_components=N_COMPONENTS, L=10, batch_size=BATCH_SIZE, total_samples=n
+    ),
+    "FilteredLDA()": lambda n: FilteredLDA(
+        n_components=N_COMPONENTS, batch_size=BATCH_SIZE, total_samples=n
+    ),
+}
+
+
+def resident_mib():
+    """The resident memory of this process, in MiB (Linux's /proc)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("VmRSS is not in /proc/self/status")
+
+
+def chunks(X, n_documents, seed):
+    """Chunks of CHUNK_SIZE rows of reshuffled epochs of X, n_documents in all."""
+    remaining = n_documents
+    for epoch in reshuffled(X, seed):
+        for start in range(0, epoch.shape[0], CHUNK_SIZE):
+            chunk = epoch[start : start + CHUNK_SIZE][:remaining]
+            remaining -= chunk.shape[0]
+            yield chunk
+            if remaining == 0:
+                return
+
+
+def run(matrix_path, estimator, n_documents, checkpoint_every, checkpoint_path):
+    """One run; returns its measurements (done in a process of its own).
+
+    With ``checkpoint_path`` the model is saved there every
+    ``checkpoint_every`` chunks and replaced by the loaded copy; without it
+    only the memory is recorded at those chunks.
+    """
+    X = sp.load_npz(matrix_path).tocsr()
+    model = ESTIMATORS[estimator](X.shape[0]).set_params(random_state=0)
+    memory = []
+    start = time.perf_counter()
+    with threadpool_limits(1, "blas"):
+        for number, chunk in enumerate(chunks(X, n_documents, seed=0), start=1):
+            model.partial_fit(chunk)
+            if number % checkpoint_every == 0:
+                if checkpoint_path:
+                    joblib.dump(model, checkpoint_path)
+                    del model
+                    model = joblib.load(checkpoint_path)
+                memory.append(resident_mib())
+    seconds = time.perf_counter() - start
+    return {
+        "seconds": seconds,
+        "documents": int(model.n_samples_seen_),
+        "updates": int(model.n_batch_iter_),
+        "memory": memory,
+        "components": hashlib.sha256(model.components_.tobytes()).hexdigest(),
+    }
+
+
+def run_in_process(*arguments):
+    """:func:`run` in a fresh Python process, so that memories are apart."""
+    completed = subprocess.run(
+        [sys.executable, __file__, "--run-json", json.dumps(arguments)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return json.loads(completed.stdout.splitlines()[-1])
+
+
+def table_row(estimator, label, result, verdict):
+    """The table's row of one run."""
+    first, later = result["memory"][0], max(result["memory"][1:])
+    return [
+        estimator,
+        label,
+        f"{result['documents']:,}",
+        f"{result['updates']:,}",
+        f"{result['seconds']:.0f}",
+        f"{result['documents'] / result['seconds']:,.0f}",
+        f"{first:.0f}",
+        f"{later:.0f}",
+        f"{later / first:.3f}",
+        verdict,
+    ]
+
+
+def main(argv=None):
+    """Run both runs for each estimator, print the table and write it.
+
+    ``argv=None`` reads the command line.
+    """
+    parser = argument_parser(__doc__)
+    parser.add_argument("corpus", nargs="?", help="a text file")
+    parser.add_argument("--column", default=None)
+    parser.add_argument("--n-features", type=int, default=10_000)
+    parser.add_argument("--documents", type=int, default=10_000_000)
+    parser.add_argument("--checkpoint-every", type=int, default=100)
+    parser.add_argument("--run-json", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.run_json:
+        print(json.dumps(run(*json.loads(args.run_json))))
+        return
+    if args.corpus is None:
+        parser.error("the corpus file is required")
+    X = load_corpus(args.corpus, args.column, args.n_features)
+    rows = []
+    with tempfile.TemporaryDirectory() as directory:
+        matrix_path = str(Path(directory) / "counts.npz")
+        sp.save_npz(matrix_path, X)
+        checkpoint_path = str(Path(directory) / "model.joblib")
+        for estimator in ESTIMATORS:
+            runs = {}
+            for label, checkpoint in (
+                ("unbroken", None),
+                ("saved and reloaded", checkpoint_path),
+            ):
+                print(f"{estimator}, {label} ...", flush=True)
+                runs[label] = run_in_process(
+                    matrix_path,
+                    estimator,
+                    args.documents,
+                    args.checkpoint_every,
+                    checkpoint,
+                )
+            same = (
+                runs["unbroken"]["components"]
+                == runs["saved and reloaded"]["components"]
+            )
+            for label, result in runs.items():
+                verdict = "" if label == "unbroken" else ("yes" if same else "NO")
+                rows.append(table_row(estimator, label, result, verdict))
+    header = [
+        "Estimator",
+        "Run",
+        "Documents",
+        "Updates",
+        "Seconds",
+        "Docs/s",
+        "MiB first",
+        "MiB max later",
+        "Ratio",
+        "Same model",
+    ]
+    settings = (
+        f"{corpus_name(args.corpus)}: {X.shape[0]:,} documents, "
+        f"{X.shape[1]:,} words, repeated in reshuffled epochs; K={N_COMPONENTS}, "
+        f"batch_size={BATCH_SIZE}, partial_fit on chunks of {CHUNK_SIZE:,} "
+        f"documents, one thread. Memory: resident MiB every "
+        f"{args.checkpoint_every} chunks, the first such point against the "
+        "largest later one. Same model: the saved-and-reloaded run's final "
+        "components equal the unbroken run's bit for bit."
+    )
+    path = RESULTS_DIRECTORY / f"soak_{corpus_name(args.corpus)}.rst"
+    report(path, settings, simple_table(header, rows))
+
+
+if __name__ == "__main__":
+    main()
