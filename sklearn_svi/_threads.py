@@ -12,11 +12,14 @@ computes it, so the results do not depend on the number of threads.
 
 import itertools
 import os
+import threading
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from contextvars import ContextVar
 
 from joblib import effective_n_jobs
+
+from ._transaction import interrupts_deferred
 
 # Row blocks per thread in ``Workers.row_blocks``.
 BLOCKS_PER_THREAD = 4
@@ -63,18 +66,28 @@ class Workers:
         results = [None] * len(argument_lists)
         # next() on a count is atomic under the GIL: each chunk is taken once.
         claims = itertools.count()
+        # Set when a thread fails: the others take no new chunk.
+        failed = threading.Event()
 
         def take_chunks():
-            while (index := next(claims)) < len(argument_lists):
-                results[index] = function(*argument_lists[index])
+            try:
+                while not failed.is_set() and (index := next(claims)) < len(
+                    argument_lists
+                ):
+                    results[index] = function(*argument_lists[index])
+            except BaseException:
+                failed.set()
+                raise
 
         n_helpers = min(self.n_threads, len(argument_lists)) - 1
         helpers = [self.executor.submit(take_chunks) for _ in range(n_helpers)]
         try:
             take_chunks()
         finally:
-            # No helper may still write to shared arrays once run returns.
-            wait(helpers)
+            # No helper may still write to shared arrays once run returns,
+            # even when it returns by an exception: a second Ctrl-C waits too.
+            with interrupts_deferred():
+                wait(helpers)
         for helper in helpers:
             helper.result()
         return results
