@@ -6,7 +6,8 @@ Paisley, Fazelnia & Barr (tuneable stochastic annealing) and Houlsby & Blei
 (variational filtering).
 """
 
-from ._datasets import make_lda_corpus, match_topics
+from ._datasets import load_ratings, make_lda_corpus, match_topics, split_ratings
+from .factorization import SVIMatrixFactorization
 from .lda import AnnealedLDA, FilteredLDA, SmoothedLDA, top_words
 from .mixture import SVIGaussianMixture
 
@@ -16,8 +17,11 @@ __all__ = [
     "AnnealedLDA",
     "FilteredLDA",
     "SVIGaussianMixture",
+    "SVIMatrixFactorization",
     "SmoothedLDA",
+    "load_ratings",
     "make_lda_corpus",
     "match_topics",
+    "split_ratings",
     "top_words",
 ]

@@ -1,4 +1,7 @@
-"""Corpora drawn from the LDA generative process, and topic matching."""
+"""Data sets: corpora drawn from the LDA generative process, topic matching,
+and ratings read from files and split for evaluation."""
+
+import zipfile
 
 import numpy as np
 import scipy.sparse as sp
@@ -95,3 +98,93 @@ def match_topics(estimated, planted):
     )
     planted_index, estimated_index = linear_sum_assignment(overlap, maximize=True)
     return planted_index, estimated_index, overlap[planted_index, estimated_index]
+
+
+def load_ratings(path, member=None):
+    """Ratings of a tab-separated file as a users x items sparse matrix.
+
+    Each line holds a user id, an item id and a rating, then anything else
+    (MovieLens' ``u.data`` and RecBole's ``.inter`` files, whose header line
+    is skipped). The file may be a member of a zip archive, such as a wheel.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file, or the zip archive that holds it.
+    member : str, default=None
+        The file's name inside the archive at ``path``; None when ``path``
+        is the file itself.
+
+    Returns
+    -------
+    X : scipy.sparse.csr_matrix of shape (n_users, n_items)
+        The ratings, float64, as the stored entries. A pair rated twice
+        keeps its last rating.
+    user_ids, item_ids : ndarray of str
+        The id of each row and of each column, sorted.
+    """
+    if member is None:
+        with open(path, encoding="utf-8") as file:
+            lines = file.read().splitlines()
+    else:
+        with zipfile.ZipFile(path) as archive:
+            lines = archive.read(member).decode("utf-8").splitlines()
+    fields = [line.split("\t")[:3] for line in lines if line.strip()]
+    if fields and len(fields[0]) == 3 and not _is_number(fields[0][2]):
+        fields = fields[1:]
+    if not fields or any(len(row) < 3 for row in fields):
+        raise ValueError(
+            f"{path} has no lines of a user id, an item id and a rating "
+            "separated by tabs."
+        )
+    users, items, ratings = zip(*fields)
+    user_ids, rows = np.unique(users, return_inverse=True)
+    item_ids, columns = np.unique(items, return_inverse=True)
+    # The last rating of a pair wins: the first one met from the end.
+    pairs = rows * len(item_ids) + columns
+    last = len(pairs) - 1 - np.unique(pairs[::-1], return_index=True)[1]
+    X = sp.csr_matrix(
+        (np.asarray(ratings, dtype=np.float64)[last], (rows[last], columns[last])),
+        shape=(len(user_ids), len(item_ids)),
+    )
+    return X, user_ids, item_ids
+
+
+def _is_number(text):
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def split_ratings(X, test_size=0.2, random_state=None):
+    """Split the ratings (stored entries) of X at random into two matrices.
+
+    As ``surprise.model_selection.train_test_split`` splits ratings: a user
+    can have ratings on both sides.
+
+    Parameters
+    ----------
+    X : scipy.sparse matrix of shape (n_users, n_items)
+        The ratings.
+    test_size : float, default=0.2
+        The share of the ratings in the test matrix, in (0, 1).
+    random_state : int, RandomState instance or None, default=None
+        Seed of the split.
+
+    Returns
+    -------
+    X_train, X_test : scipy.sparse.csr_matrix of shape (n_users, n_items)
+        The training and the test ratings.
+    """
+    if not 0 < test_size < 1:
+        raise ValueError(f"test_size must lie in (0, 1), got {test_size}.")
+    X = sp.coo_matrix(X)
+    rng = check_random_state(random_state)
+    in_test = np.zeros(X.nnz, dtype=bool)
+    in_test[rng.permutation(X.nnz)[: round(test_size * X.nnz)]] = True
+    return tuple(
+        sp.csr_matrix((X.data[part], (X.row[part], X.col[part])), shape=X.shape)
+        for part in (~in_test, in_test)
+    )

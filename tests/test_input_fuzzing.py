@@ -24,6 +24,7 @@ from sklearn_svi import (
     FilteredLDA,
     SmoothedLDA,
     SVIGaussianMixture,
+    SVIMatrixFactorization,
     make_lda_corpus,
 )
 
@@ -36,11 +37,15 @@ ESTIMATORS = {
     "AnnealedLDA": lambda: AnnealedLDA(n_components=3, M=4, M_growth=1.0),
     "FilteredLDA": lambda: FilteredLDA(n_components=3, learning_rate="student-t"),
     "SVIGaussianMixture": lambda: SVIGaussianMixture(n_components=2, max_iter=2),
+    "SVIMatrixFactorization": lambda: SVIMatrixFactorization(
+        n_components=2, M=4, L=2, learning_rate="gaussian", prior_variance=1.0
+    ),
 }
 
 # Values of LDA counts and of mixture features, ordinary and extreme.
 COUNTS = [0, 1, 2, 7, 2**24 + 1, 1e10, 1e30, 1e300, -1, np.nan, np.inf]
 FEATURES = [0.0, -1.5, 2.0, 3.5, 1e5, 1e10, 1e30, 1e200, -1e200, np.nan, -np.inf]
+RATINGS = [1.0, 3.0, 4.5, 5.0, 0.0, -2.0, 1e10, 1e160, -1e200, np.nan, np.inf]
 
 CONTAINERS = {
     "dense": np.asarray,
@@ -60,6 +65,10 @@ def fitted(name):
     )
     if name == "SVIGaussianMixture":
         X = np.random.RandomState(0).normal(size=(60, N_FEATURES))
+    elif name == "SVIMatrixFactorization":
+        rng = np.random.RandomState(0)
+        X = sp.random(60, N_FEATURES, density=0.5, random_state=rng, format="csr")
+        X.data = rng.randint(1, 6, size=X.nnz).astype(float)
     else:
         X = make_lda_corpus(
             n_documents=60, n_features=N_FEATURES, n_topics=3, random_state=0
@@ -139,6 +148,14 @@ def check_valid(name, method, X, result, model):
         return
     result = np.asarray(result)
     assert np.isfinite(result).all(), (method, result)
+    if name == "SVIMatrixFactorization":
+        if method in ("transform", "fit_transform"):
+            assert result.shape == (n_rows, 2)
+        elif method == "predict_ratings":
+            assert result.shape == (n_rows, N_FEATURES)
+        elif method == "score":
+            assert result <= 0
+        return
     if method in ("transform", "fit_transform") and name != "SVIGaussianMixture":
         assert result.shape == (n_rows, 3)
         assert (result >= 0).all()
@@ -154,19 +171,26 @@ def check_valid(name, method, X, result, model):
         assert result <= 1e-6 * max(1.0, abs(float(result)))
 
 
+FAMILIES = {
+    "SVIGaussianMixture": "mixture",
+    "SVIMatrixFactorization": "factorization",
+}
 READ_ONLY = {
     "lda": ["transform", "score", "perplexity"],
     "mixture": ["transform", "score", "score_samples", "predict", "predict_proba"],
+    "factorization": ["transform", "score", "predict_ratings", "lower_bound"],
 }
 UPDATES = {
     "lda": ["partial_fit", "fit", "fit_transform"],
     "mixture": ["partial_fit", "fit", "fit_predict"],
+    "factorization": ["partial_fit", "fit", "fit_transform"],
 }
+VALUES = {"lda": COUNTS, "mixture": FEATURES, "factorization": RATINGS}
 
 
 def cases():
     for name in ESTIMATORS:
-        family = "mixture" if name == "SVIGaussianMixture" else "lda"
+        family = FAMILIES.get(name, "lda")
         for method in READ_ONLY[family] + UPDATES[family]:
             yield name, method
 
@@ -180,8 +204,8 @@ def cases():
 )
 @given(data=st.data())
 def test_any_input_gives_a_valid_result_or_a_clean_error(name, method, data):
-    values = FEATURES if name == "SVIGaussianMixture" else COUNTS
-    X = data.draw(inputs(values))
+    family = FAMILIES.get(name, "lda")
+    X = data.draw(inputs(VALUES[family]))
     model = copy.deepcopy(FITTED[name])
     before = model_state(model)
     with warnings.catch_warnings():
@@ -189,10 +213,7 @@ def test_any_input_gives_a_valid_result_or_a_clean_error(name, method, data):
         try:
             result = getattr(model, method)(X)
         except (ValueError, TypeError):
-            if (
-                method == "partial_fit"
-                or method not in UPDATES["lda"] + UPDATES["mixture"]
-            ):
+            if method == "partial_fit" or method not in UPDATES[family]:
                 # Read-only methods, and a refused single update.
                 assert model_state(model) == before
             else:
@@ -201,7 +222,7 @@ def test_any_input_gives_a_valid_result_or_a_clean_error(name, method, data):
             return
     event("accepted")
     check_valid(name, method, X, result, model)
-    if method not in UPDATES["lda"] + UPDATES["mixture"]:
+    if method not in UPDATES[family]:
         assert model_state(model) == before
 
 

@@ -9,12 +9,14 @@ import time
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from sklearn_svi import (
     AnnealedLDA,
     FilteredLDA,
     SmoothedLDA,
     SVIGaussianMixture,
+    SVIMatrixFactorization,
     _online,
     make_lda_corpus,
 )
@@ -34,6 +36,7 @@ MIXTURE = dict(
     n_components=3, batch_size=BATCH, total_samples=2000, random_state=0, max_iter=1
 )
 
+FACTORIZATION = dict(batch_size=BATCH, total_samples=2000, random_state=0)
 ESTIMATORS = {
     "smoothed": lambda: SmoothedLDA(L=3, evaluate_every=1, **LDA),
     "annealed": lambda: AnnealedLDA(M=10, doc_topic_prior="auto", **LDA),
@@ -43,6 +46,15 @@ ESTIMATORS = {
     "mixture": lambda: SVIGaussianMixture(
         L=2, M=10, learning_rate="gaussian", prior_variance=1.0, **MIXTURE
     ),
+    "factorization": lambda: SVIMatrixFactorization(
+        n_components=2,
+        L=2,
+        M=10,
+        learning_rate="student-t",
+        prior_variance=1.0,
+        evaluate_every=2,
+        **FACTORIZATION,
+    ),
 }
 
 
@@ -51,6 +63,11 @@ class Interrupted(KeyboardInterrupt):
 
 
 def data_for(name):
+    if name == "factorization":
+        rng = np.random.RandomState(0)
+        mask = rng.rand(200, 30) < 0.3
+        values = rng.normal(size=(200, 2)) @ rng.normal(size=(2, 30)) + 3.0
+        return sp.csr_matrix(np.where(mask, values, 0.0))
     if name == "mixture":
         rng = np.random.RandomState(0)
         centres = np.array([[0.0, 0.0], [5.0, 5.0], [0.0, 6.0]])
@@ -262,10 +279,13 @@ def test_a_real_ctrl_c_at_a_random_moment_is_survived(n_jobs):
         timer = threading.Timer(delay, signal.raise_signal, args=(signal.SIGINT,))
         timer.start()
         try:
-            model.partial_fit(rest)
+            try:
+                model.partial_fit(rest)
+            finally:
+                # On a busy machine the signal may come after the fit.
+                timer.join()
         except KeyboardInterrupt:
             pass
-        timer.join()
         completed = model.n_batch_iter_ - fitted.n_batch_iter_
         if completed * BATCH >= rest.shape[0]:
             continue

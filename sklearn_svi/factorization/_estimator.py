@@ -1,0 +1,423 @@
+"""SVIMatrixFactorization: the public estimator of Bayesian matrix factorization."""
+
+from numbers import Integral, Real
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.utils._param_validation import Interval
+
+from .._mechanisms import (
+    FILTER_CONSTRAINTS,
+    SCHEDULE_CONSTRAINTS,
+    Mechanisms,
+    learning_rate_constraint,
+)
+from .._online import OnlineUpdateMixin
+from ._model import _OnlineMatrixFactorization
+
+# Seed of the split of each user's ratings in ``score``.
+_SCORE_SPLIT_SEED = 0
+
+
+class SVIMatrixFactorization(
+    ClassNamePrefixFeaturesOutMixin, TransformerMixin, _OnlineMatrixFactorization
+):
+    """Bayesian matrix factorization of ratings by stochastic variational inference.
+
+    Users are rows and items columns of a sparse matrix whose stored entries
+    are the observed ratings (an explicit zero is a rating of 0; a dense
+    array has every rating observed). Each rating is
+    ``y_ij ~ N(u_i^T v_j + o, noise_variance)`` with Gaussian priors
+    ``N(0, I / prior_precision)`` on the user factors u_i and the item
+    factors v_j, and the offset o (``rating_offset``). The variational
+    posteriors are Gaussians with full covariances. The users are fitted
+    exactly in each minibatch; the items' natural parameters are moved by the
+    shared online update, with the package's three mechanisms: smoothed
+    statistics over the last ``L`` minibatches (Mandt & Blei 2014), the
+    annealing noise of an effective minibatch of ``M`` users (Paisley,
+    Fazelnia & Barr), and step sizes from a schedule or a variational filter
+    (Houlsby & Blei 2014).
+
+    With ``batch_size`` at least the number of users, ``learning_rate=1.0``,
+    ``L=1`` and no annealing, each pass of ``fit`` is one iteration of
+    coordinate-ascent variational Bayes, which never lowers the bound.
+
+    Read more in the :ref:`User Guide <svi_matrix_factorization>`.
+
+    Parameters
+    ----------
+    n_components : int, default=10
+        The rank d: the dimension of the user and item factors.
+    prior_precision : float, default=1.0
+        c, the precision of the factors' Gaussian priors.
+    noise_variance : float, default=0.5
+        The variance of a rating around u_i^T v_j + o (Paisley et al. use
+        1/2 on MovieLens).
+    rating_offset : float, default=None
+        o, added to every predicted rating. None means the mean of the first
+        training ratings; 0 is the model without offset.
+    tol : float, default=1e-3
+        With ``evaluate_every``, ``fit`` stops when two evaluations in a row
+        differ by less than ``tol``.
+    max_iter : int, default=10
+        Maximum number of passes over the users in ``fit``.
+    batch_size : int, default=256
+        Number of users per minibatch.
+    total_samples : float, default=1e6
+        Number of users N of the data set, used by ``partial_fit``.
+    learning_rate : {"robbins-monro", "student-t", "gaussian", "adaptive"} or \
+            float, default="robbins-monro"
+        ``"robbins-monro"`` is ``(learning_offset + t) ** -learning_decay``;
+        ``"student-t"`` and ``"gaussian"`` take the gain of a variational
+        filter and ``"adaptive"`` Ranganath et al.'s adaptive rate, as
+        :class:`FilteredLDA` does; a float in (0, 1] is a constant step size.
+    learning_offset : float, default=10.0
+        tau_0 of the Robbins-Monro schedule.
+    learning_decay : float, default=0.7
+        kappa of the Robbins-Monro schedule.
+    prior_variance : float, default=0.0
+        Sigma_0 of the filters, as in :class:`FilteredLDA`.
+    prior_dof : float, default=3
+        Degrees of freedom, above 2, of the Student's t filter.
+    bias_correction : bool, default=True
+        Correct the filters' estimates of the drift and the noise for the
+        noise of their moving averages, as in :class:`FilteredLDA`.
+    min_step_size : "robbins-monro", float or None, default=None
+        A lower bound of the filters' step size, as in :class:`FilteredLDA`.
+    L : int, default=1
+        Length of the smoothing window; 1 is no smoothing.
+    M : int, default=None
+        Effective minibatch size of the annealing noise, at most
+        ``batch_size``; None is no annealing.
+    M_growth : float, default=0.0
+        Growth of ``M`` per update (Paisley et al. use M_t = 50 t).
+    evaluate_every : int, default=-1
+        Record the users' terms of the bound per rating of ``X_val`` (or of
+        the minibatch just used) in ``evaluation_history_`` every
+        ``evaluate_every`` updates.
+    n_jobs : int, default=None
+        Number of threads of the local step and of the update; None means 1,
+        -1 all cores. The result does not depend on it.
+    random_state : int, RandomState instance or None, default=None
+        Seed of the initial item factors, of the order of the users in
+        ``fit`` and of the annealing noise.
+    warm_start : bool, default=False
+        If True, ``fit`` continues from the fitted state instead of starting
+        again.
+    verbose : int, default=0
+        Print progress when positive.
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_components, n_features)
+        m_j, the posterior mean of each item's factor, one column per item.
+    component_covariances_ : ndarray of shape (n_features, n_components, \
+n_components)
+        S_j, the posterior covariance of each item's factor.
+    rating_offset_ : float
+        The offset o in use.
+    n_iter_ : int
+        Number of passes made.
+    n_batch_iter_ : int
+        Number of minibatch updates made.
+    n_samples_seen_ : int
+        Number of users used by the updates.
+    n_projected_ : int
+        With annealing, the number of items whose precision was moved back
+        into the feasible set.
+    evaluation_history_ : dict of lists
+        ``"n_batch_iter"``, ``"n_samples_seen"`` and ``"score"`` of each
+        evaluation.
+    step_size_history_ : dict of lists
+        ``"n_batch_iter"`` and ``"step_size"`` of the updates, at most 10,000
+        values.
+    random_state_ : RandomState instance
+        The random state of the fit.
+    n_features_in_ : int
+        Number of items seen during ``fit``.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Names of the items seen during ``fit``, when they are all strings.
+
+    See Also
+    --------
+    sklearn.decomposition.NMF : A non-Bayesian factorization of a matrix
+        with every entry observed.
+
+    References
+    ----------
+    .. [1] R. Salakhutdinov and A. Mnih. "Probabilistic Matrix
+       Factorization". NIPS, 2008.
+    .. [2] J. Paisley, G. Fazelnia and B. Barr. "Stochastic Variational
+       Inference with Tuneable Stochastic Annealing", Example 1.
+    .. [3] N. Houlsby and D. Blei. "A Filtering Approach to Stochastic
+       Variational Inference". NIPS, 2014.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import scipy.sparse as sp
+    >>> from sklearn_svi import SVIMatrixFactorization
+    >>> rng = np.random.RandomState(0)
+    >>> users, items = rng.normal(size=(300, 2)), rng.normal(size=(40, 2))
+    >>> mask = rng.rand(300, 40) < 0.3
+    >>> X = sp.csr_matrix(np.where(mask, users @ items.T, 0.0) + 3 * mask)
+    >>> mf = SVIMatrixFactorization(n_components=2, batch_size=100,
+    ...                             learning_rate=0.5, random_state=0).fit(X)
+    >>> mf.transform(X).shape
+    (300, 2)
+    >>> bool(mf.score(X) > -0.5)
+    True
+    """
+
+    _parameter_constraints: dict = {
+        **OnlineUpdateMixin._online_parameter_constraints,
+        **SCHEDULE_CONSTRAINTS,
+        **FILTER_CONSTRAINTS,
+        "learning_rate": learning_rate_constraint(),
+        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "prior_precision": [Interval(Real, 0, None, closed="neither")],
+        "noise_variance": [Interval(Real, 0, None, closed="neither")],
+        "rating_offset": [None, Real],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "L": [Interval(Integral, 1, None, closed="left")],
+        "M": [None, Interval(Integral, 1, None, closed="left")],
+        "M_growth": [Interval(Real, 0, None, closed="left")],
+        "warm_start": ["boolean"],
+    }
+
+    def __init__(
+        self,
+        n_components=10,
+        *,
+        prior_precision=1.0,
+        noise_variance=0.5,
+        rating_offset=None,
+        tol=1e-3,
+        max_iter=10,
+        batch_size=256,
+        total_samples=1e6,
+        learning_rate="robbins-monro",
+        learning_offset=10.0,
+        learning_decay=0.7,
+        prior_variance=0.0,
+        prior_dof=3,
+        bias_correction=True,
+        min_step_size=None,
+        L=1,
+        M=None,
+        M_growth=0.0,
+        evaluate_every=-1,
+        n_jobs=None,
+        random_state=None,
+        warm_start=False,
+        verbose=0,
+    ):
+        self.n_components = n_components
+        self.prior_precision = prior_precision
+        self.noise_variance = noise_variance
+        self.rating_offset = rating_offset
+        self.tol = tol
+        self.max_iter = max_iter
+        self.batch_size = batch_size
+        self.total_samples = total_samples
+        self.learning_rate = learning_rate
+        self.learning_offset = learning_offset
+        self.learning_decay = learning_decay
+        self.prior_variance = prior_variance
+        self.prior_dof = prior_dof
+        self.bias_correction = bias_correction
+        self.min_step_size = min_step_size
+        self.L = L
+        self.M = M
+        self.M_growth = M_growth
+        self.evaluate_every = evaluate_every
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.warm_start = warm_start
+        self.verbose = verbose
+
+    def _mechanism_settings(self):
+        return Mechanisms(
+            window_length=self.L,
+            effective_batch_size=self.M,
+            effective_batch_growth=self.M_growth,
+            learning_rate=self.learning_rate,
+            learning_offset=self.learning_offset,
+            learning_decay=self.learning_decay,
+            **self._filter_settings(),
+        )
+
+    # -- public API ----------------------------------------------------------------
+
+    def transform(self, X):
+        """The posterior mean of each user's factor, given the user's ratings.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Ratings of the users, one row each; stored entries are observed.
+
+        Returns
+        -------
+        user_factors : ndarray of shape (n_samples, n_components)
+            mu_i; a user without ratings gets the prior mean 0.
+        """
+        X = self._check_fitted_ratings(X)
+        return self._user_posteriors(X)[0].astype(X.dtype, copy=False)
+
+    def predict_ratings(self, X):
+        """Expected ratings of every item by each user of X.
+
+        The users' factors are fitted to their ratings in X; the expected
+        rating of item j is mu_i^T m_j + o.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Ratings of the users; stored entries are observed.
+
+        Returns
+        -------
+        ratings : ndarray of shape (n_samples, n_features)
+        """
+        X = self._check_fitted_ratings(X)
+        means = self._user_posteriors(X)[0]
+        return means @ self.components_.astype(np.float64) + self.rating_offset_
+
+    def predict_pairs(self, X, users, items):
+        """Expected ratings of given (user, item) pairs.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Ratings of the users, to which their factors are fitted.
+        users : array-like of int of shape (n_pairs,)
+            Rows of X.
+        items : array-like of int of shape (n_pairs,)
+            Columns of X.
+
+        Returns
+        -------
+        ratings : ndarray of shape (n_pairs,)
+        """
+        X = self._check_fitted_ratings(X)
+        users = _check_indices(users, X.shape[0], "users")
+        items = _check_indices(items, X.shape[1], "items")
+        if users.shape != items.shape:
+            raise ValueError(
+                f"users and items must have the same length, got {len(users)} "
+                f"and {len(items)}."
+            )
+        return self._predict_entries(X, users, items)
+
+    def score(self, X, y=None):
+        """Negative root mean squared error of rating completion.
+
+        Each user's ratings in X are split at random (a fixed seed) into an
+        observed half, rounded up, and a held-out half. The users' factors
+        are fitted to the observed half and the held-out ratings are
+        predicted; users with fewer than two ratings hold none out. Higher
+        is better, as :class:`~sklearn.model_selection.GridSearchCV` needs.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Ratings of the users; stored entries are observed.
+        y : Ignored
+            Not used, present for API consistency by convention.
+
+        Returns
+        -------
+        score : float
+            Minus the RMSE on the held-out ratings.
+
+        Raises
+        ------
+        ValueError
+            If no user of X has two ratings, so nothing can be held out.
+        """
+        X = self._check_fitted_ratings(X)
+        observed, users, items, ratings = _completion_split(X)
+        if len(ratings) == 0:
+            raise ValueError(
+                "score holds out half of each user's ratings, and no user of "
+                "X has two ratings."
+            )
+        predicted = self._predict_entries(observed, users, items)
+        return -float(np.sqrt(np.mean((predicted - ratings) ** 2)))
+
+    def lower_bound(self, X):
+        """The evidence lower bound (ELBO) of the ratings X and the items.
+
+        The users' factors are at their optimum given the items, so the
+        bound is the variational objective of batch variational Bayes at the
+        current items: sum_ij E[log N(y_ij | u_i^T v_j + o, s2)] minus the
+        divergences KL(q || p) of the users' and the items' factors.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Ratings of the users; stored entries are observed.
+
+        Returns
+        -------
+        bound : float
+            Higher is better.
+        """
+        return float(self._bound(self._check_fitted_ratings(X)))
+
+    @property
+    def _n_features_out(self):
+        return self.n_components
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        return tags
+
+
+def _check_indices(indices, size, name):
+    """Integer indices in [0, size) as an intp array."""
+    indices = np.asarray(indices)
+    if indices.ndim != 1 or not np.issubdtype(indices.dtype, np.integer):
+        raise ValueError(f"{name} must be a 1-D array of integers.")
+    if len(indices) and (indices.min() < 0 or indices.max() >= size):
+        raise ValueError(f"{name} must lie in [0, {size}).")
+    return indices.astype(np.intp)
+
+
+def _completion_split(X):
+    """Each row's stored entries split at random into observed and held out.
+
+    A row of n entries holds out n // 2 of them, chosen with a fixed seed.
+
+    Returns
+    -------
+    observed : scipy.sparse.csr_matrix
+        X without the held-out entries.
+    users, items : ndarray of int
+        Row and column of each held-out entry.
+    ratings : ndarray of float64
+        Its value.
+    """
+    rng = np.random.RandomState(_SCORE_SPLIT_SEED)
+    counts = np.diff(X.indptr)
+    rows = np.repeat(np.arange(X.shape[0]), counts)
+    # Each entry's rank within its row in a random order.
+    order = np.lexsort((rng.random_sample(X.nnz), rows))
+    rank = np.empty(X.nnz, dtype=np.intp)
+    rank[order] = np.arange(X.nnz) - X.indptr[rows[order]]
+    held_out = rank < (counts // 2)[rows]
+    keep = ~held_out
+    indptr = np.concatenate(
+        [[0], np.cumsum(np.bincount(rows[keep], minlength=X.shape[0]))]
+    )
+    observed = sp.csr_matrix((X.data[keep], X.indices[keep], indptr), shape=X.shape)
+    return (
+        observed,
+        rows[held_out],
+        X.indices[held_out],
+        X.data[held_out].astype(np.float64),
+    )

@@ -1,0 +1,248 @@
+"""SVIMatrixFactorization: the model, its mechanisms and its scikit-learn surface."""
+
+import pickle
+import zipfile
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import FunctionTransformer
+from sklearn.utils.estimator_checks import (
+    check_param_validation,
+    parametrize_with_checks,
+)
+
+from sklearn_svi import SVIMatrixFactorization, load_ratings, split_ratings
+
+
+def planted_ratings(n_users=400, n_items=60, rank=3, density=0.3, noise=0.3, seed=0):
+    """Ratings u_i^T v_j + 3 + noise of random factors, a share observed."""
+    rng = np.random.RandomState(seed)
+    users = rng.normal(size=(n_users, rank))
+    items = rng.normal(size=(n_items, rank))
+    mask = rng.rand(n_users, n_items) < density
+    values = users @ items.T + 3.0 + noise * rng.normal(size=mask.shape)
+    rows, columns = np.nonzero(mask)
+    return sp.csr_matrix((values[mask], (rows, columns)), shape=mask.shape)
+
+
+PARAMS = dict(n_components=3, batch_size=50, random_state=0)
+
+
+@parametrize_with_checks(
+    [
+        SVIMatrixFactorization(n_components=2, max_iter=2, batch_size=16),
+        SVIMatrixFactorization(
+            n_components=2,
+            max_iter=2,
+            batch_size=16,
+            L=3,
+            M=8,
+            learning_rate="student-t",
+        ),
+    ]
+)
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+def test_param_validation():
+    estimator = SVIMatrixFactorization()
+    check_param_validation(type(estimator).__name__, estimator)
+
+
+def test_batch_mode_with_step_one_is_coordinate_ascent():
+    X = planted_ratings()
+    model = SVIMatrixFactorization(
+        learning_rate=1.0,
+        max_iter=1,
+        warm_start=True,
+        **{**PARAMS, "batch_size": X.shape[0]},
+    )
+    bounds = []
+    for _ in range(20):
+        bounds.append(model.fit(X).lower_bound(X))
+    # Users at their optimum, then items at theirs: the bound never falls.
+    assert np.all(np.diff(bounds) >= -1e-9 * np.abs(bounds[1:]))
+    assert bounds[-1] > bounds[0] + 100
+
+
+def test_planted_factors_predict_held_out_ratings():
+    X = planted_ratings(noise=0.3)
+    X_train, X_test = split_ratings(X, test_size=0.2, random_state=0)
+    model = SVIMatrixFactorization(
+        max_iter=30, learning_rate=0.5, noise_variance=0.1, **PARAMS
+    ).fit(X_train)
+    test = X_test.tocoo()
+    predicted = model.predict_pairs(X_train, test.row, test.col)
+    rmse = np.sqrt(np.mean((predicted - test.data) ** 2))
+    # The noise is 0.3; always predicting the mean misses by the spread.
+    assert rmse < 0.45 < np.std(test.data)
+    assert_allclose(
+        model.predict_ratings(X_train)[test.row, test.col], predicted, rtol=1e-10
+    )
+
+
+def test_transform_gives_user_factors_and_a_user_without_ratings_the_prior():
+    X = planted_ratings()
+    model = SVIMatrixFactorization(**PARAMS).fit(X)
+    empty = sp.csr_matrix((2, X.shape[1]))
+    assert_array_equal(model.transform(empty), 0.0)
+    assert model.transform(X).shape == (X.shape[0], 3)
+    assert_allclose(model.predict_ratings(empty), model.rating_offset_)
+
+
+def test_an_item_never_rated_stays_at_the_prior():
+    X = planted_ratings().tolil()
+    X[:, 5] = 0
+    X = X.tocsr()
+    X.eliminate_zeros()
+    model = SVIMatrixFactorization(
+        learning_rate=1.0, max_iter=3, **{**PARAMS, "batch_size": X.shape[0]}
+    ).fit(X)
+    assert_allclose(model.components_[:, 5], 0.0, atol=1e-12)
+    assert_allclose(model.component_covariances_[5], np.eye(3), atol=1e-12)
+
+
+def test_explicit_zeros_are_ratings():
+    X = planted_ratings()
+    with_zero = X.copy()
+    with_zero.data[:50] = 0.0
+    model = SVIMatrixFactorization(**PARAMS)
+    zeros_kept = model.fit(with_zero).components_.copy()
+    stripped = with_zero.copy()
+    stripped.eliminate_zeros()
+    assert not np.allclose(model.fit(stripped).components_, zeros_kept)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {},
+        {"L": 4},
+        {"M": 10, "M_growth": 5.0},
+        {"learning_rate": "student-t", "prior_variance": 1.0},
+        {"learning_rate": "gaussian", "prior_variance": 1.0, "L": 3, "M": 20},
+    ],
+)
+def test_resuming_from_a_pickle_and_any_n_jobs_give_the_same_model(params):
+    X = planted_ratings()
+    first, second = X[:200], X[200:]
+    reference = SVIMatrixFactorization(total_samples=400, **params, **PARAMS)
+    reference.partial_fit(first).partial_fit(second)
+    resumed = SVIMatrixFactorization(total_samples=400, **params, **PARAMS)
+    resumed = pickle.loads(pickle.dumps(resumed.partial_fit(first)))
+    resumed.partial_fit(second)
+    assert_array_equal(resumed._natural, reference._natural)
+    threaded = SVIMatrixFactorization(total_samples=400, n_jobs=2, **params, **PARAMS)
+    threaded.partial_fit(first).partial_fit(second)
+    assert_array_equal(threaded._natural, reference._natural)
+
+
+def test_annealing_projects_the_precisions_back():
+    X = planted_ratings()
+    model = SVIMatrixFactorization(M=2, learning_rate=0.9, **PARAMS).fit(X)
+    rank = 3
+    excess = model._natural[:, rank:].reshape(-1, rank, rank)
+    assert model.n_projected_ > 0
+    assert np.linalg.eigvalsh(excess).min() >= -1e-10
+
+
+def test_pipeline_and_grid_search_over_rank_and_the_mechanisms():
+    X = planted_ratings(n_users=300)
+    pipeline = Pipeline(
+        [
+            ("identity", FunctionTransformer(accept_sparse=True)),
+            ("mf", SVIMatrixFactorization(max_iter=5, **PARAMS)),
+        ]
+    )
+    search = GridSearchCV(
+        pipeline,
+        {
+            "mf__n_components": [1, 3],
+            "mf__L": [1, 5],
+            "mf__M": [None, 25],
+            "mf__learning_rate": ["robbins-monro", "student-t"],
+            "mf__prior_variance": [0.0, 1.0],
+        },
+        cv=3,
+    ).fit(X)
+    # The planted rank is 3: a rank-1 model completes ratings worse.
+    assert search.best_params_["mf__n_components"] == 3
+    assert search.best_score_ < 0
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (np.nan, "NaN"),
+        (np.inf, "infinity"),
+    ],
+)
+def test_bad_values_raise_and_leave_the_model_unchanged(bad, message):
+    X = planted_ratings()
+    model = SVIMatrixFactorization(**PARAMS).fit(X)
+    before = model._natural.copy()
+    broken = X.copy()
+    broken.data[3] = bad
+    for method in (
+        model.partial_fit,
+        model.transform,
+        model.predict_ratings,
+        model.score,
+    ):
+        with pytest.raises(ValueError, match=message):
+            method(broken)
+    with pytest.raises(ValueError, match="features"):
+        model.partial_fit(X[:, :10])
+    with pytest.raises(ValueError, match="same length"):
+        model.predict_pairs(X, [0, 1], [2])
+    with pytest.raises(ValueError, match=r"lie in \[0, 60\)"):
+        model.predict_pairs(X, [0], [60])
+    assert_array_equal(model._natural, before)
+
+
+def test_score_needs_a_user_with_two_ratings():
+    X = planted_ratings()
+    model = SVIMatrixFactorization(**PARAMS).fit(X)
+    single = sp.csr_matrix(([4.0], ([0], [3])), shape=(1, X.shape[1]))
+    with pytest.raises(ValueError, match="two ratings"):
+        model.score(single)
+
+
+def test_load_ratings_reads_a_file_and_a_zip_member(tmp_path):
+    lines = "".join(
+        "\t".join(fields) + "\n"
+        for fields in [
+            ("user", "item", "rating", "ts"),
+            ("u1", "i2", "4", "9"),
+            ("u2", "i1", "3", "9"),
+            ("u1", "i1", "5", "9"),
+            ("u1", "i1", "2", "10"),
+        ]
+    )
+    (tmp_path / "r.tsv").write_text(lines)
+    with zipfile.ZipFile(tmp_path / "r.zip", "w") as archive:
+        archive.writestr("data/r.tsv", lines)
+    for X, users, items in (
+        load_ratings(tmp_path / "r.tsv"),
+        load_ratings(tmp_path / "r.zip", member="data/r.tsv"),
+    ):
+        assert users.tolist() == ["u1", "u2"] and items.tolist() == ["i1", "i2"]
+        # The later rating of a pair wins.
+        assert_array_equal(X.toarray(), [[2.0, 4.0], [3.0, 0.0]])
+    (tmp_path / "bad.tsv").write_text("just text\n")
+    with pytest.raises(ValueError, match="separated by tabs"):
+        load_ratings(tmp_path / "bad.tsv")
+
+
+def test_split_ratings_keeps_every_rating_once():
+    X = planted_ratings()
+    X_train, X_test = split_ratings(X, test_size=0.25, random_state=0)
+    assert X_test.nnz == round(0.25 * X.nnz)
+    assert_allclose((X_train + X_test).toarray(), X.toarray())
+    with pytest.raises(ValueError, match="test_size"):
+        split_ratings(X, test_size=1.0)
