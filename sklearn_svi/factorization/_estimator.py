@@ -13,6 +13,7 @@ from .._mechanisms import (
     Mechanisms,
     learning_rate_constraint,
 )
+from .._mechanisms._docstrings import STEP_SIZE_PARAMETERS
 from .._online import OnlineUpdateMixin
 from ._model import _OnlineMatrixFactorization
 
@@ -23,7 +24,7 @@ _SCORE_SPLIT_SEED = 0
 class SVIMatrixFactorization(
     ClassNamePrefixFeaturesOutMixin, TransformerMixin, _OnlineMatrixFactorization
 ):
-    """Bayesian matrix factorization of ratings by stochastic variational inference.
+    __doc__ = f"""Bayesian matrix factorization of ratings fitted by SVI.
 
     Users are rows and items columns of a sparse matrix whose stored entries
     are the observed ratings (an explicit zero is a rating of 0; a dense
@@ -66,23 +67,7 @@ class SVIMatrixFactorization(
         Number of users per minibatch.
     total_samples : float, default=1e6
         Number of users N of the data set, used by ``partial_fit``.
-    learning_rate : {"robbins-monro", "student-t", "gaussian", "adaptive"} or \
-            float, default="robbins-monro"
-        ``"robbins-monro"`` is ``(learning_offset + t) ** -learning_decay``;
-        ``"student-t"`` and ``"gaussian"`` take the gain of a variational
-        filter and ``"adaptive"`` Ranganath et al.'s adaptive rate, as
-        :class:`FilteredLDA` does; a float in (0, 1] is a constant step size.
-    learning_offset : float, default=10.0
-        tau_0 of the Robbins-Monro schedule.
-    learning_decay : float, default=0.7
-        kappa of the Robbins-Monro schedule.
-    prior_variance : float, default=0.0
-        Sigma_0 of the filters, as in :class:`FilteredLDA`.
-    prior_dof : float, default=3
-        Degrees of freedom, above 2, of the Student's t filter.
-    bias_correction : bool, default=True
-        Correct the filters' estimates of the drift and the noise for the
-        noise of their moving averages, as in :class:`FilteredLDA`.
+{STEP_SIZE_PARAMETERS}
     min_step_size : "robbins-monro", float or None, default=None
         A lower bound of the filters' step size, as in :class:`FilteredLDA`.
     L : int, default=1

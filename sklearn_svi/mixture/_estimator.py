@@ -15,6 +15,7 @@ from .._mechanisms import (
     learning_rate_constraint,
     renamed_constraint,
 )
+from .._mechanisms._docstrings import STEP_SIZE_PARAMETERS
 from .._online import OnlineUpdateMixin
 from ._model import _OnlineGaussianMixture
 
@@ -22,7 +23,7 @@ from ._model import _OnlineGaussianMixture
 class SVIGaussianMixture(
     ClassNamePrefixFeaturesOutMixin, TransformerMixin, _OnlineGaussianMixture
 ):
-    """Bayesian Gaussian mixture fitted by stochastic variational inference.
+    __doc__ = f"""Bayesian Gaussian mixture fitted by stochastic variational inference.
 
     The model of :class:`sklearn.mixture.BayesianGaussianMixture`, fitted
     from minibatches by the shared online update with the three mechanisms
@@ -45,7 +46,7 @@ class SVIGaussianMixture(
     n_components : int, default=1
         Number of components K (an upper bound with the Dirichlet process
         prior, which leaves unneeded components with negligible weight).
-    covariance_type : {"full", "tied", "diag", "spherical"}, default="full"
+    covariance_type : {{"full", "tied", "diag", "spherical"}}, default="full"
         The form of the covariances, as in BayesianGaussianMixture.
     tol : float, default=1e-3
         ``fit`` stops when the lower bound changes by less than ``tol``
@@ -55,13 +56,13 @@ class SVIGaussianMixture(
         statistics, which keeps the covariances positive definite.
     max_iter : int, default=20
         Maximum number of passes over the data in ``fit``.
-    init_params : {"kmeans", "k-means++", "random", "random_from_data"}, \
+    init_params : {{"kmeans", "k-means++", "random", "random_from_data"}}, \
             default="kmeans"
         How the initial responsibilities are chosen, as in
         BayesianGaussianMixture; the initial parameters are the update they
         give.
-    weight_concentration_prior_type : {"dirichlet_process", \
-            "dirichlet_distribution"}, default="dirichlet_process"
+    weight_concentration_prior_type : {{"dirichlet_process", \
+            "dirichlet_distribution"}}, default="dirichlet_process"
         The prior of the weights: stick-breaking or a Dirichlet.
     weight_concentration_prior : float, default=None
         gamma_0 of the weights' prior. None means ``1 / n_components``.
@@ -80,23 +81,7 @@ class SVIGaussianMixture(
         Number of samples per minibatch.
     total_samples : float, default=1e6
         Number of samples N of the data set, used by ``partial_fit``.
-    learning_rate : {"robbins-monro", "student-t", "gaussian", "adaptive"} or \
-            float, default="robbins-monro"
-        ``"robbins-monro"`` is ``(learning_offset + t) ** -learning_decay``;
-        ``"student-t"`` and ``"gaussian"`` take the gain of a variational
-        filter and ``"adaptive"`` Ranganath et al.'s adaptive rate, as
-        :class:`FilteredLDA` does; a float in (0, 1] is a constant step size.
-    learning_offset : float, default=10.0
-        tau_0 of the Robbins-Monro schedule.
-    learning_decay : float, default=0.7
-        kappa of the Robbins-Monro schedule.
-    prior_variance : float, default=0.0
-        Sigma_0 of the filters, as in :class:`FilteredLDA`.
-    prior_dof : float, default=3
-        Degrees of freedom, above 2, of the Student's t filter.
-    bias_correction : bool, default=True
-        Correct the filters' estimates of the drift and the noise for the
-        noise of their moving averages, as in :class:`FilteredLDA`.
+{STEP_SIZE_PARAMETERS}
     min_step_size : "robbins-monro", float or None, default=None
         A lower bound of the filters' step size, as in :class:`FilteredLDA`.
         None, the published filters, is the default here: the filters
