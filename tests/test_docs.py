@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
+from sklearn_svi.factorization import _estimator as factorization_estimator
 from sklearn_svi.lda import _estimators as lda_estimators
 from sklearn_svi.mixture import _estimator as mixture_estimator
 
@@ -41,7 +42,9 @@ def test_docs_build_without_warnings(tmp_path):
     )
 
 
-@pytest.mark.parametrize("module", [lda_estimators, mixture_estimator])
+@pytest.mark.parametrize(
+    "module", [lda_estimators, mixture_estimator, factorization_estimator]
+)
 def test_docstring_examples(module):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
