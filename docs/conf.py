@@ -25,9 +25,22 @@ extensions = [
     "sphinx.ext.autosummary",
     "sphinx.ext.mathjax",
     "numpydoc",
+    "sphinx_gallery.gen_gallery",
 ]
 
 exclude_patterns = ["_build"]
+
+# sphinx-gallery runs every docs/examples/plot_*.py when the docs are built
+# and writes the pages, with their figures, into docs/auto_examples/
+# (git-ignored). Each example runs in well under a minute.
+sphinx_gallery_conf = {
+    "examples_dirs": "examples",
+    "gallery_dirs": "auto_examples",
+    "filename_pattern": "/plot_",
+    "download_all_examples": False,
+    "write_computation_times": False,
+    "matplotlib_animations": False,
+}
 root_doc = "index"
 
 # The API pages are written by autosummary into docs/generated/ (git-ignored),

@@ -6,7 +6,13 @@ Paisley, Fazelnia & Barr (tuneable stochastic annealing) and Houlsby & Blei
 (variational filtering).
 """
 
-from ._datasets import load_ratings, make_lda_corpus, match_topics, split_ratings
+from ._datasets import (
+    load_python_docstrings,
+    load_ratings,
+    make_lda_corpus,
+    match_topics,
+    split_ratings,
+)
 from .factorization import SVIMatrixFactorization
 from .lda import AnnealedLDA, FilteredLDA, SmoothedLDA, top_words
 from .mixture import SVIGaussianMixture
@@ -19,6 +25,7 @@ __all__ = [
     "SVIGaussianMixture",
     "SVIMatrixFactorization",
     "SmoothedLDA",
+    "load_python_docstrings",
     "load_ratings",
     "make_lda_corpus",
     "match_topics",

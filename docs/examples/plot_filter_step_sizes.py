@@ -1,0 +1,50 @@
+"""
+Learned step sizes on a stream whose topics change
+==================================================
+
+:class:`~sklearn_svi.FilteredLDA` takes its step size from a filter that
+tracks the batch optimum (Houlsby & Blei 2014), instead of a schedule fixed
+in advance. On a stream of documents whose planted topics are replaced
+half-way, the filters raise the step when the documents stop agreeing with
+the model, and the schedule cannot. Top: the step sizes of the Student's t
+and Gaussian filters, the adaptive rate and the Robbins–Monro schedule;
+bottom: the perplexity of 500 documents of the current half (lower is
+better).
+"""
+
+import matplotlib.pyplot as plt
+
+from sklearn_svi import FilteredLDA, SmoothedLDA, make_lda_corpus
+
+halves = [
+    make_lda_corpus(n_documents=3000, n_features=300, n_topics=5, random_state=seed)[0]
+    for seed in (0, 1)
+]
+settings = dict(n_components=5, batch_size=64, total_samples=6000, random_state=0)
+models = {
+    "Student's t filter": FilteredLDA(learning_rate="student-t", **settings),
+    "Gaussian filter": FilteredLDA(learning_rate="gaussian", **settings),
+    "adaptive rate": FilteredLDA(learning_rate="adaptive", **settings),
+    "Robbins-Monro": SmoothedLDA(L=1, **settings),
+}
+fig, (top, bottom) = plt.subplots(2, 1, figsize=(7, 6), sharex=True)
+for name, model in models.items():
+    scores, updates = [], []
+    for half in halves:
+        for start in range(0, half.shape[0], 640):
+            model.partial_fit(half[start : start + 640])
+            updates.append(model.n_batch_iter_)
+            scores.append(model.perplexity(half[:500]))
+    history = model.step_size_history_
+    top.plot(history["n_batch_iter"], history["step_size"], label=name)
+    bottom.plot(updates, scores, marker=".", label=name)
+for axis in (top, bottom):
+    axis.axvline(models["Robbins-Monro"].n_batch_iter_ / 2, color="grey", ls=":")
+top.set_yscale("log")
+top.set_ylabel("step size")
+top.legend(fontsize="small")
+bottom.set_ylabel("perplexity")
+bottom.set_xlabel("update")
+fig.suptitle("The topics change half-way (dotted line)")
+fig.tight_layout()
+plt.show()
