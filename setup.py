@@ -7,12 +7,14 @@ the package uses the most capable one the processor runs.
 ``_update_fast`` holds the row operations of the shared online update.
 """
 
+import os
 import platform
 import sys
 
 import numpy as np
 from Cython.Build import cythonize
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
 UNIX_LIKE = sys.platform != "win32"
 X86_64 = platform.machine().lower() in {"x86_64", "amd64"}
@@ -51,4 +53,22 @@ if UNIX_LIKE and X86_64:
         ),
     ]
 
-setup(ext_modules=cythonize(extensions, compiler_directives={"language_level": "3"}))
+
+class ParallelBuildExt(build_ext):
+    """build_ext that compiles the extensions on every core unless told
+    otherwise (``-j``), so that the kernel's variants build side by side."""
+
+    def finalize_options(self):
+        super().finalize_options()
+        if self.parallel is None:
+            self.parallel = os.cpu_count() or 1
+
+
+setup(
+    ext_modules=cythonize(
+        extensions,
+        compiler_directives={"language_level": "3"},
+        nthreads=os.cpu_count() or 1,
+    ),
+    cmdclass={"build_ext": ParallelBuildExt},
+)
