@@ -1,9 +1,10 @@
-"""Command line: ``python -m sklearn_svi demo`` and ``... topics FILE``."""
+"""Command line: ``python -m sklearn_svi demo``, ``... topics PATH...`` and
+``... transform MODEL PATH...``."""
 
 import argparse
 
 from ._demo import run_demo
-from ._topics import fit_topics
+from ._topics import METHODS, fit_topics, transform_texts
 
 
 def main(argv=None):
@@ -19,10 +20,12 @@ def main(argv=None):
     demo.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     topics = commands.add_parser(
         "topics",
-        help="fit topics to a text file (one text per line, or a TSV column)",
+        help="fit topics to text files: one text per line of a file, or one "
+        "per file of a folder",
     )
-    topics.add_argument("path", help="a UTF-8 text file")
-    topics.add_argument("--column", help="the column of texts of a TSV file")
+    topics.add_argument("paths", nargs="+", help="UTF-8 text files and folders")
+    topics.add_argument("--column", help="the column of texts of TSV files")
+    topics.add_argument("--method", choices=sorted(METHODS), default="smoothed")
     topics.add_argument("--n-components", type=int, default=20)
     topics.add_argument("--passes", type=int, default=5)
     topics.add_argument("--batch-size", type=int, default=256)
@@ -30,21 +33,41 @@ def main(argv=None):
     topics.add_argument("--n-words", type=int, default=10)
     topics.add_argument("--output", help="save the fitted pipeline here (joblib)")
     topics.add_argument("--seed", type=int, default=0)
+    transform = commands.add_parser(
+        "transform", help="write the topic proportions of text files as CSV"
+    )
+    transform.add_argument("model", help="a pipeline saved by topics --output")
+    transform.add_argument("paths", nargs="+", help="UTF-8 text files and folders")
+    transform.add_argument("--column", help="the column of texts of TSV files")
+    transform.add_argument("--output", required=True, help="the CSV file to write")
     arguments = parser.parse_args(argv)
-    if arguments.command == "demo":
-        run_demo(seed=arguments.seed)
-    else:
-        fit_topics(
-            arguments.path,
-            column=arguments.column,
-            n_components=arguments.n_components,
-            passes=arguments.passes,
-            batch_size=arguments.batch_size,
-            min_df=arguments.min_df,
-            n_words=arguments.n_words,
-            output=arguments.output,
-            random_state=arguments.seed,
-        )
+    try:
+        if arguments.command == "demo":
+            run_demo(seed=arguments.seed)
+        elif arguments.command == "topics":
+            fit_topics(
+                arguments.paths,
+                column=arguments.column,
+                method=arguments.method,
+                n_components=arguments.n_components,
+                passes=arguments.passes,
+                batch_size=arguments.batch_size,
+                min_df=arguments.min_df,
+                n_words=arguments.n_words,
+                output=arguments.output,
+                random_state=arguments.seed,
+            )
+        else:
+            transform_texts(
+                arguments.model,
+                arguments.paths,
+                arguments.output,
+                column=arguments.column,
+            )
+            print(f"Wrote the topic proportions to {arguments.output}.")
+    except ValueError as error:
+        # A clear message for bad input, as argparse gives for bad options.
+        parser.exit(2, f"{parser.prog} {arguments.command}: error: {error}\n")
 
 
 if __name__ == "__main__":

@@ -1,15 +1,19 @@
-"""Topics of a text file from the command line: ``python -m sklearn_svi topics``."""
+"""Topics of text files from the command line: ``python -m sklearn_svi topics``
+and ``... transform``."""
 
 import csv
+import os
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import joblib
 import numpy as np
 from sklearn.feature_extraction.text import CountVectorizer
 from sklearn.pipeline import make_pipeline
 
-from .lda import SmoothedLDA, top_words
+from .lda import AnnealedLDA, FilteredLDA, SmoothedLDA, top_words
 from .metrics import completion_score
 
 # Fraction of the documents held out to report the fit, when there are at
@@ -18,10 +22,12 @@ HELD_OUT_FRACTION = 0.05
 MIN_HELD_OUT = 20
 # Progress lines per pass.
 REPORTS_PER_PASS = 4
+# The estimators of ``--method``, with their defaults.
+METHODS = {"smoothed": SmoothedLDA, "annealed": AnnealedLDA, "filtered": FilteredLDA}
 
 
 def read_texts(path, column=None):
-    """The non-empty texts of a file: one per line, or a column of a TSV file.
+    """The non-empty texts of one file: one per line, or a column of a TSV file.
 
     Parameters
     ----------
@@ -37,10 +43,62 @@ def read_texts(path, column=None):
     texts : list of str
         Stripped of surrounding white space.
     """
+    return [text for _, text in _numbered_texts(path, column)]
+
+
+def read_documents(paths, column=None):
+    """The documents of files and folders, and where each comes from.
+
+    Parameters
+    ----------
+    paths : sequence of str or Path
+        Files, each holding one text per line (or a column of texts, see
+        :func:`read_texts`), and folders, each of whose files (all of them,
+        in sub-folders too, in sorted order) is one document.
+    column : str or None, default=None
+        The column of texts of the tab-separated files given directly.
+
+    Returns
+    -------
+    texts : list of str
+        The non-empty documents.
+    sources : list of str
+        Where each comes from: ``FILE:LINE`` for a line, the file's path for
+        a file of a folder.
+
+    Raises
+    ------
+    ValueError
+        If a path does not exist or cannot be read, or no document is left.
+    """
+    texts, sources = [], []
+    for path in map(Path, paths):
+        try:
+            if path.is_dir():
+                for file in sorted(item for item in path.rglob("*") if item.is_file()):
+                    text = file.read_text(encoding="utf-8", errors="replace").strip()
+                    if text:
+                        texts.append(text)
+                        sources.append(str(file))
+            else:
+                for number, text in _numbered_texts(path, column):
+                    texts.append(text)
+                    sources.append(f"{path}:{number}")
+        except OSError as error:
+            raise ValueError(f"cannot read {path}: {error.strerror}") from error
+    if not texts:
+        raise ValueError(
+            f"no text in {', '.join(map(str, paths))}: every file is empty."
+        )
+    return texts, sources
+
+
+def _numbered_texts(path, column):
+    """(line or row number from 1, text) of the non-empty texts of a file."""
     csv.field_size_limit(sys.maxsize)
     with open(path, encoding="utf-8", errors="replace", newline="") as stream:
         if column is None:
-            texts = [line.strip() for line in stream]
+            rows = ((number, line) for number, line in enumerate(stream, start=1))
         else:
             reader = csv.DictReader(stream, delimiter="\t", quoting=csv.QUOTE_NONE)
             if column not in (reader.fieldnames or []):
@@ -48,14 +106,33 @@ def read_texts(path, column=None):
                     f"{path} has no column {column!r}; its columns are "
                     f"{reader.fieldnames}."
                 )
-            texts = [(row[column] or "").strip() for row in reader]
-    return [text for text in texts if text]
+            # Row numbers count the header as line 1.
+            rows = (
+                (number, row[column] or "")
+                for number, row in enumerate(reader, start=2)
+            )
+        return [(number, text.strip()) for number, text in rows if text.strip()]
+
+
+def _write_atomically(path, write):
+    """Call ``write(temporary_path)`` and move the result to ``path``, so that
+    a failure leaves nothing at ``path``."""
+    directory = os.path.dirname(os.path.abspath(path))
+    handle, temporary = tempfile.mkstemp(dir=directory, suffix=".partial")
+    os.close(handle)
+    try:
+        write(temporary)
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.remove(temporary)
 
 
 def fit_topics(
     path,
     *,
     column=None,
+    method="smoothed",
     n_components=20,
     passes=5,
     batch_size=256,
@@ -65,7 +142,7 @@ def fit_topics(
     random_state=0,
     stream=None,
 ):
-    """Fit SmoothedLDA to a text file, report progress, print the topics.
+    """Fit topics to text files, report progress, print the topics.
 
     The texts are counted by a CountVectorizer (English stop words removed,
     words in fewer than ``min_df`` texts dropped); 5% of them are held out
@@ -74,7 +151,9 @@ def fit_topics(
     Parameters
     ----------
     path, column
-        As for :func:`read_texts`.
+        Files and folders (a str or a list), as for :func:`read_documents`.
+    method : {"smoothed", "annealed", "filtered"}, default="smoothed"
+        SmoothedLDA, AnnealedLDA or FilteredLDA, with its defaults.
     n_components : int, default=20
         Number of topics.
     passes : int, default=5
@@ -87,7 +166,7 @@ def fit_topics(
         Words printed per topic.
     output : str or None, default=None
         Where to save the fitted pipeline (vectoriser and model) with
-        joblib; None saves nothing.
+        joblib; None saves nothing. Nothing is written if the fit fails.
     random_state : int, default=0
         Seed of the order of the texts and of the model.
     stream : file, default=None
@@ -97,12 +176,20 @@ def fit_topics(
     Returns
     -------
     pipeline : Pipeline
-        The fitted CountVectorizer and SmoothedLDA.
+        The fitted CountVectorizer and LDA estimator.
     """
     stream = sys.stdout if stream is None else stream
-    texts = read_texts(path, column)
+    paths = [path] if isinstance(path, str | os.PathLike) else list(path)
+    texts, _ = read_documents(paths, column)
+    if len(texts) < 2:
+        raise ValueError(f"topics need at least 2 texts, found {len(texts)}.")
     vectorizer = CountVectorizer(stop_words="english", min_df=min_df, max_df=0.5)
-    X = vectorizer.fit_transform(texts).astype(np.float64)
+    try:
+        X = vectorizer.fit_transform(texts).astype(np.float64)
+    except ValueError as error:
+        raise ValueError(
+            f"no words left to fit topics to ({error}); try a smaller --min-df."
+        ) from error
     rng = np.random.default_rng(random_state)
     order = rng.permutation(X.shape[0])
     n_held_out = round(HELD_OUT_FRACTION * X.shape[0])
@@ -117,7 +204,7 @@ def fit_topics(
         f"on {X_train.shape[0]} texts, {n_held_out} held out.",
         file=stream,
     )
-    model = SmoothedLDA(
+    model = METHODS[method](
         n_components=n_components,
         batch_size=batch_size,
         total_samples=X_train.shape[0],
@@ -151,9 +238,50 @@ def fit_topics(
         print(f"topic {k:2d}: {' '.join(words)}", file=stream)
     pipeline = make_pipeline(vectorizer, model)
     if output is not None:
-        joblib.dump(pipeline, output)
+        _write_atomically(output, lambda temporary: joblib.dump(pipeline, temporary))
         print(f"\nSaved the vectoriser and the model to {output}.", file=stream)
     return pipeline
+
+
+def transform_texts(model_path, paths, output, *, column=None):
+    """Write the topic proportions of documents as CSV.
+
+    Parameters
+    ----------
+    model_path : str
+        A pipeline saved by :func:`fit_topics` (``--output``).
+    paths : sequence of str
+        Files and folders, as for :func:`read_documents`.
+    output : str
+        The CSV file: a header ``source,topic0,topic1,...`` and one row per
+        document. Nothing is written if anything fails.
+    column : str or None, default=None
+        As for :func:`read_documents`.
+
+    Returns
+    -------
+    proportions : ndarray of shape (n_documents, n_topics)
+    """
+    try:
+        pipeline = joblib.load(model_path)
+    # A file that is not a pickle fails with errors of many kinds.
+    except Exception as error:
+        raise ValueError(f"cannot load a model from {model_path}: {error}") from error
+    if not hasattr(pipeline, "transform") or not hasattr(pipeline, "steps"):
+        raise ValueError(f"{model_path} does not hold a pipeline saved by topics.")
+    texts, sources = read_documents(paths, column)
+    proportions = pipeline.transform(texts)
+    n_topics = proportions.shape[1]
+
+    def write(temporary):
+        with open(temporary, "w", encoding="utf-8", newline="") as stream:
+            writer = csv.writer(stream)
+            writer.writerow(["source", *(f"topic{k}" for k in range(n_topics))])
+            for source, row in zip(sources, proportions):
+                writer.writerow([source, *(f"{value:.6f}" for value in row)])
+
+    _write_atomically(output, write)
+    return proportions
 
 
 def _report(model, current_pass, passes, count, n_batches, X_held_out, seconds, stream):

@@ -97,5 +97,92 @@ def test_topics_of_a_text_file(tmp_path, capsys):
 def test_topics_of_a_tsv_column(tmp_path, capsys):
     corpus = tmp_path / "corpus.tsv"
     corpus.write_text("id\ttext\n1\tapples pears\n", encoding="utf-8")
-    with pytest.raises(ValueError, match="no column 'summary'"):
+    with pytest.raises(SystemExit) as exit_:
         main(["topics", str(corpus), "--column", "summary"])
+    assert exit_.value.code == 2
+    assert "error: " in capsys.readouterr().err
+
+
+def write_folder(folder, n_texts=300, seed=0):
+    """One text per file, over two vocabularies, in a folder and a sub-folder."""
+    rng = np.random.default_rng(seed)
+    (folder / "more").mkdir(parents=True)
+    for d in range(n_texts):
+        words = (
+            [f"fruit{i}" for i in range(20)]
+            if d % 2
+            else [f"engine{i}" for i in range(20)]
+        )
+        place = folder / "more" if d % 3 == 0 else folder
+        (place / f"doc{d:03d}.txt").write_text(
+            "\n".join(" ".join(rng.choice(words, size=5)) for _ in range(3)),
+            encoding="utf-8",
+        )
+
+
+def test_topics_and_transform_of_a_folder_of_files(tmp_path, capsys):
+    folder = tmp_path / "texts"
+    write_folder(folder)
+    model = tmp_path / "model.joblib"
+    main(
+        [
+            "topics",
+            str(folder),
+            "--method",
+            "filtered",
+            "--n-components",
+            "2",
+            "--passes",
+            "2",
+            "--batch-size",
+            "50",
+            "--output",
+            str(model),
+        ]
+    )
+    printed = capsys.readouterr().out
+    assert "300 texts" in printed
+    assert type(joblib.load(model)[-1]).__name__ == "FilteredLDA"
+    csv_path = tmp_path / "proportions.csv"
+    main(["transform", str(model), str(folder), "--output", str(csv_path)])
+    rows = csv_path.read_text(encoding="utf-8").splitlines()
+    assert rows[0] == "source,topic0,topic1"
+    assert len(rows) == 301
+    # A file of the sub-folder, and proportions that sum to one.
+    source, *values = next(row for row in rows if "more" in row).split(",")
+    assert source.endswith(".txt")
+    assert sum(map(float, values)) == pytest.approx(1.0, abs=1e-5)
+
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        (["topics", "{missing}"], "cannot read"),
+        (["topics", "{empty}"], "every file is empty"),
+        (["topics", "{one}"], "at least 2 texts"),
+        (["topics", "{texts}", "--min-df", "1000"], "no words left"),
+        (["transform", "{one}", "{texts}"], "cannot load a model"),
+        (["transform", "{missing}", "{texts}"], "cannot load a model"),
+    ],
+)
+def test_bad_input_is_a_clear_error_and_writes_nothing(
+    tmp_path, capsys, arguments, message
+):
+    paths = {
+        "missing": tmp_path / "no such file",
+        "empty": tmp_path / "empty",
+        "one": tmp_path / "one.txt",
+        "texts": tmp_path / "texts",
+    }
+    paths["empty"].mkdir()
+    (paths["empty"] / "blank.txt").write_text("  \n", encoding="utf-8")
+    paths["one"].write_text("a single text\n", encoding="utf-8")
+    write_folder(paths["texts"], n_texts=30)
+    output = tmp_path / "out"
+    command = [argument.format(**paths) for argument in arguments]
+    with pytest.raises(SystemExit) as exit_:
+        main([*command, "--output", str(output)])
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err
+    assert not output.exists()
+    assert not list(tmp_path.glob("*.partial"))
