@@ -3,10 +3,17 @@
 Build with ``python -m sphinx -W --keep-going -b html docs docs/_build/html``
 from the repository root. The package must be importable (installed, e.g.
 ``pip install -e .``), since autodoc reads the docstrings of the compiled
-package. The build needs no network access.
+package. The build needs no network access: the inventories of the libraries
+it links to are written from the installed libraries (_inventory.py).
 """
 
+import sys
+from pathlib import Path
+
 import sklearn_svi
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _inventory import write_inventories  # noqa: E402
 
 # -- Project -------------------------------------------------------------------
 
@@ -18,15 +25,19 @@ release = sklearn_svi.__version__
 
 # -- General -------------------------------------------------------------------
 
-# No sphinx.ext.intersphinx: it would download inventories at build time.
-# Names from scikit-learn, NumPy and SciPy are therefore left unlinked.
 extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
+    "sphinx.ext.intersphinx",
     "sphinx.ext.mathjax",
     "numpydoc",
     "sphinx_gallery.gen_gallery",
 ]
+
+# Names from scikit-learn, NumPy and SciPy link to their documentation. The
+# inventories are written from the installed libraries (docs/_inventory.py),
+# so the build downloads nothing; they go to docs/_inventories/ (git-ignored).
+intersphinx_mapping = write_inventories(Path(__file__).parent / "_inventories")
 
 exclude_patterns = ["_build"]
 
@@ -40,6 +51,8 @@ sphinx_gallery_conf = {
     "download_all_examples": False,
     "write_computation_times": False,
     "matplotlib_animations": False,
+    # The examples' code links to the pages of the names it uses.
+    "reference_url": {"sklearn_svi": None},
 }
 root_doc = "index"
 

@@ -40,6 +40,20 @@ def test_docs_build_without_warnings(tmp_path):
         f"sphinx exited with {result.returncode}\n"
         f"--- stdout ---\n{result.stdout}\n--- stderr ---\n{result.stderr}"
     )
+    html = tmp_path / "html"
+    # The gallery: every example ran and drew its figure.
+    examples = sorted((DOCS / "examples").glob("plot_*.py"))
+    assert len(examples) >= 6
+    for example in examples:
+        assert (html / "_images" / f"sphx_glr_{example.stem}_001.png").exists()
+    # Names of scikit-learn and NumPy link to their documentation.
+    guide = (html / "user_guide.html").read_text(encoding="utf-8")
+    assert (
+        "https://scikit-learn.org/stable/modules/generated/"
+        "sklearn.mixture.BayesianGaussianMixture.html" in guide
+    )
+    example = (html / "auto_examples" / "plot_topics.html").read_text(encoding="utf-8")
+    assert "https://numpy.org/doc/stable/reference/generated/" in example
 
 
 @pytest.mark.parametrize(
