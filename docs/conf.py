@@ -68,5 +68,12 @@ numpydoc_show_class_members = False
 
 # -- HTML ----------------------------------------------------------------------
 
+# Pages that the examples write (pyLDAvis' view of the topics) are copied to
+# the root of the site. The examples run with their own folder as the
+# working directory.
+_EXAMPLE_PAGES = Path(__file__).parent / "examples" / "_pages"
+_EXAMPLE_PAGES.mkdir(exist_ok=True)
+html_extra_path = [str(_EXAMPLE_PAGES)]
+
 html_theme = "alabaster"
 html_title = f"sklearn-svi {release}"

@@ -54,6 +54,9 @@ def test_docs_build_without_warnings(tmp_path):
     )
     example = (html / "auto_examples" / "plot_topics.html").read_text(encoding="utf-8")
     assert "https://numpy.org/doc/stable/reference/generated/" in example
+    # The topics example's pyLDAvis page is part of the site, and linked.
+    assert 'href="../pyldavis_topics.html"' in example
+    assert "LDAvis" in (html / "pyldavis_topics.html").read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize(

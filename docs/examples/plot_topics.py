@@ -5,11 +5,13 @@ The topics of the standard library's docstrings
 :class:`~sklearn_svi.SmoothedLDA` with 12 topics, five passes over the
 docstrings of Python's standard library, and each topic drawn as a bar chart
 of its eight most probable words (:func:`~sklearn_svi.top_words` gives the
-words; the bars are the topic's word probabilities).
+words; the bars are the topic's word probabilities), then the same topics in
+pyLDAvis.
 """
 
 import matplotlib.pyplot as plt
 import numpy as np
+import pyLDAvis
 from sklearn.feature_extraction.text import CountVectorizer
 
 from sklearn_svi import SmoothedLDA, load_python_docstrings, top_words
@@ -32,3 +34,25 @@ for topic, ax in enumerate(axes.ravel()):
     ax.tick_params(axis="x", labelsize="x-small")
 fig.tight_layout()
 plt.show()
+
+# %%
+# The same topics in pyLDAvis
+# ---------------------------
+#
+# `pyLDAvis <https://github.com/bmabey/pyLDAvis>`_ draws the topics as
+# circles whose distances reflect how different their words are, and lists
+# each topic's most relevant words. It takes the topics' word probabilities,
+# the documents' topic proportions, the documents' lengths, the vocabulary
+# and the words' frequencies, and writes a page that a browser opens (it
+# loads D3 and pyLDAvis' script from their sites). The page of this example
+# is `here <../pyldavis_topics.html>`_.
+
+view = pyLDAvis.prepare(
+    topic_term_dists=probabilities,
+    doc_topic_dists=lda.transform(X),
+    doc_lengths=np.asarray(X.sum(axis=1)).ravel(),
+    vocab=vocabulary,
+    term_frequency=np.asarray(X.sum(axis=0)).ravel(),
+    sort_topics=False,
+)
+pyLDAvis.save_html(view, "_pages/pyldavis_topics.html")
