@@ -8,18 +8,21 @@ in advance. On a stream of documents whose planted topics are replaced
 half-way, the filters raise the step when the documents stop agreeing with
 the model, and the schedule cannot. Top: the step sizes of the Student's t
 and Gaussian filters, the adaptive rate and the Robbins–Monro schedule;
-bottom: the perplexity of 500 documents of the current half (lower is
-better).
+bottom: the perplexity of 500 held-out documents of the current half's
+topics (lower is better).
 """
 
 import matplotlib.pyplot as plt
 
 from sklearn_svi import FilteredLDA, SmoothedLDA, make_lda_corpus
 
-halves = [
-    make_lda_corpus(n_documents=3000, n_features=300, n_topics=5, random_state=seed)[0]
+# Each half: 3,000 documents to train on and 500 more from the same topics,
+# held out.
+corpora = [
+    make_lda_corpus(n_documents=3500, n_features=300, n_topics=5, random_state=seed)[0]
     for seed in (0, 1)
 ]
+halves = [(X[:3000], X[3000:]) for X in corpora]
 settings = dict(n_components=5, batch_size=64, total_samples=6000, random_state=0)
 models = {
     "Student's t filter": FilteredLDA(learning_rate="student-t", **settings),
@@ -30,11 +33,11 @@ models = {
 fig, (top, bottom) = plt.subplots(2, 1, figsize=(7, 6), sharex=True)
 for name, model in models.items():
     scores, updates = [], []
-    for half in halves:
+    for half, held_out in halves:
         for start in range(0, half.shape[0], 640):
             model.partial_fit(half[start : start + 640])
             updates.append(model.n_batch_iter_)
-            scores.append(model.perplexity(half[:500]))
+            scores.append(model.perplexity(held_out))
     history = model.step_size_history_
     top.plot(history["n_batch_iter"], history["step_size"], label=name)
     bottom.plot(updates, scores, marker=".", label=name)
