@@ -28,6 +28,7 @@ from ._mechanisms import SmoothingWindow
 from ._threads import map_rows, prefetch, sum_rows, thread_pool
 from ._transaction import spare_like, transaction
 from ._update_fast import form_target, step_toward_target
+from ._validation import LISTED_ROWS, listed_rows
 
 # Most step sizes kept in ``step_size_history_``.
 STEP_SIZE_RECORD_CAPACITY = 10_000
@@ -409,12 +410,12 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
         Called after the update was undone. ``samples`` numbers the
         minibatch's samples in the caller's ``X``.
         """
-        suspects = samples[self._least_likely_samples(X_batch)[:5]]
+        suspects = samples[self._least_likely_samples(X_batch)[:LISTED_ROWS]]
         hint = ""
         if len(suspects):
             hint = (
                 " The samples of the minibatch that fit the model worst are, "
-                f"by their row in X: {', '.join(map(str, suspects))}."
+                f"by their row in X: {listed_rows(suspects)}."
             )
         return ValueError(
             f"The update from a minibatch of {len(samples)} samples failed and "

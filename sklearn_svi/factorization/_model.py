@@ -30,6 +30,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._mechanisms import SparseStatistic
 from .._online import OnlineUpdateMixin
 from .._threads import sum_rows
+from .._validation import LISTED_ROWS, listed_rows, rows_of_entries
 
 # Users per block of the local step: blocks run on the threads and their
 # statistics are added in order, so the result does not depend on n_jobs.
@@ -90,11 +91,11 @@ class _OnlineMatrixFactorization(OnlineUpdateMixin, BaseEstimator):
         with np.errstate(over="ignore"):
             squares = X.data.astype(np.float64) ** 2
         if not np.isfinite(np.sum(squares)):
-            rows = np.searchsorted(X.indptr, np.argsort(-squares)[:5], side="right") - 1
+            largest = rows_of_entries(X, np.argsort(-squares)[:LISTED_ROWS])
             raise ValueError(
                 "The ratings are too large: their squares, which the bound "
                 "adds up, overflow float64. The largest are in the rows "
-                f"{', '.join(map(str, np.unique(rows)))}."
+                f"{listed_rows(largest)}."
             )
         return X
 

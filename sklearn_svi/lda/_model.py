@@ -23,6 +23,7 @@ from sklearn.utils.validation import check_is_fitted, check_non_negative, valida
 
 from .._online import OnlineUpdateMixin
 from .._threads import map_rows, sum_rows, thread_pool
+from .._validation import listed_rows, rows_of_entries
 from ._dirichlet import (
     _dirichlet_expectation,
     _dirichlet_newton_direction,
@@ -52,11 +53,11 @@ def _check_count_limit(X):
     limit = 2 ** (np.finfo(X.dtype).nmant + 1)
     too_large = np.flatnonzero(X.data > limit)
     if len(too_large):
-        rows = np.unique(np.searchsorted(X.indptr, too_large, side="right") - 1)
+        rows = rows_of_entries(X, too_large)
         raise ValueError(
             f"X holds counts above {limit:.0f} (2**{np.finfo(X.dtype).nmant + 1}), "
             f"the largest integer that {X.dtype} holds exactly, in the rows "
-            f"{', '.join(map(str, rows[:5]))}{', ...' if len(rows) > 5 else ''}. "
+            f"{listed_rows(rows)}. "
             "Beyond it the topic model's sums lose whole counts to rounding. "
             "Pass float64 counts (up to 2**53), or rescale the counts."
         )

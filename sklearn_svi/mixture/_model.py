@@ -39,6 +39,7 @@ from .._mechanisms import (
 )
 from .._online import OnlineUpdateMixin
 from .._threads import sum_rows
+from .._validation import listed_rows
 from ._normal_wishart import SCALES, _NaturalLayout
 
 # Samples per block of the local step: blocks run on the threads and their
@@ -51,8 +52,7 @@ def _check_log_densities(weighted):
     overflowed = np.flatnonzero(~np.isfinite(weighted).all(axis=1))
     if len(overflowed):
         raise ValueError(
-            f"The samples in rows {', '.join(map(str, overflowed[:5]))}"
-            f"{', ...' if len(overflowed) > 5 else ''} lie so far from the "
+            f"The samples in rows {listed_rows(overflowed)} lie so far from the "
             f"components that their log-densities overflow {weighted.dtype}. "
             "Scale the data, for instance with StandardScaler."
         )
@@ -82,8 +82,7 @@ class _OnlineGaussianMixture(DensityMixin, OnlineUpdateMixin, BaseEstimator):
             overflowed = np.flatnonzero(~np.isfinite(np.einsum("ij,ij->i", X, X)))
         if len(overflowed):
             raise ValueError(
-                f"The samples in rows {', '.join(map(str, overflowed[:5]))}"
-                f"{', ...' if len(overflowed) > 5 else ''} are too large to "
+                f"The samples in rows {listed_rows(overflowed)} are too large to "
                 f"fit: their squared norms overflow {X.dtype}. Scale the data, "
                 "for instance with StandardScaler."
             )
