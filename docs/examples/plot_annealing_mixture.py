@@ -9,9 +9,9 @@ variational Bayes (scikit-learn's BayesianGaussianMixture), plain SVI
 (minibatches of 500, a decaying step) and SVI+ (the noise of an effective
 minibatch of M = 50 that grows to the minibatch size) are drawn as the
 ellipses (two standard deviations) of the components that are the most
-responsible one for at least 1% of the points. Over 10 seeds
-(``benchmarks/bench_mixture.py``) batch inference finds the four clusters
-every time, SVI+ for 7 seeds and plain SVI for 2; this is one seed.
+responsible one for at least 1% of the points, for one seed;
+``benchmarks/bench_mixture.py`` counts the clusters found over 10 seeds
+(see the benchmarks).
 """
 
 import matplotlib.pyplot as plt

@@ -109,16 +109,12 @@ class _OnlineMatrixFactorization(OnlineUpdateMixin, BaseEstimator):
 
     # -- natural parameters ---------------------------------------------------------
 
-    @property
-    def _rank(self):
-        return self.n_components
-
     def _initial_natural(self, X, n_total, random_state):
         """Item means drawn from N(0, I / d) with the prior's precision c I.
 
         The random means break the symmetry between the d dimensions.
         """
-        n_items, rank = X.shape[1], self._rank
+        n_items, rank = X.shape[1], self.n_components
         if self.rating_offset is None:
             self.rating_offset_ = float(X.data.mean()) if X.nnz else 0.0
         else:
@@ -137,7 +133,7 @@ class _OnlineMatrixFactorization(OnlineUpdateMixin, BaseEstimator):
 
     def _item_precisions(self, natural):
         """P_j = c I + (the stored P_j - c I), shape (n_items, d, d)."""
-        rank = self._rank
+        rank = self.n_components
         precisions = natural[:, rank:].reshape(-1, rank, rank).astype(np.float64)
         precisions += self.prior_precision * np.eye(rank)
         return precisions
@@ -149,7 +145,7 @@ class _OnlineMatrixFactorization(OnlineUpdateMixin, BaseEstimator):
         second moments); annealing weights can leave that set. Returns the
         number of items changed.
         """
-        rank = self._rank
+        rank = self.n_components
         excess = _symmetric(
             self._natural[:, rank:].reshape(-1, rank, rank).astype(np.float64)
         )
@@ -170,7 +166,7 @@ class _OnlineMatrixFactorization(OnlineUpdateMixin, BaseEstimator):
         S_j = P_j^-1 (by Cholesky factors, which fail for a P_j that is not
         positive definite), m_j = S_j h_j and E[v_j v_j^T] = S_j + m_j m_j^T.
         """
-        rank = self._rank
+        rank = self.n_components
         precisions = self._item_precisions(self._natural)
         try:
             cholesky = np.linalg.cholesky(precisions)
@@ -206,7 +202,7 @@ class _OnlineMatrixFactorization(OnlineUpdateMixin, BaseEstimator):
         means : ndarray of shape (n_users, d)
         covariances : ndarray of shape (n_users, d, d)
         """
-        rank, noise = self._rank, self.noise_variance
+        rank, noise = self.n_components, self.noise_variance
         n_users = X.shape[0]
         moments = self._item_second_moments.reshape(len(self._natural), -1)
         precisions = (_observed(X) @ moments).reshape(n_users, rank, rank) / noise
@@ -228,7 +224,7 @@ class _OnlineMatrixFactorization(OnlineUpdateMixin, BaseEstimator):
         minibatch size. The local step draws no random numbers.
         """
         items = np.unique(X.indices)
-        rank, noise = self._rank, self.noise_variance
+        rank, noise = self.n_components, self.noise_variance
 
         def block_statistic(span):
             X_block = X[span]
@@ -248,8 +244,6 @@ class _OnlineMatrixFactorization(OnlineUpdateMixin, BaseEstimator):
             return statistic / noise
 
         total = sum_rows(block_statistic, X.shape[0], block_rows=_LOCAL_BLOCK_SIZE)
-        if np.isscalar(total):
-            total = np.zeros((0, rank + rank * rank))
         return SparseStatistic(items, total / X.shape[0])
 
     def _least_likely_samples(self, X_batch):
