@@ -15,6 +15,7 @@ local step, the prior eta, the projection onto its feasible set, and what to
 show the user.
 """
 
+import copy
 import warnings
 from abc import ABCMeta, abstractmethod
 from numbers import Integral, Real
@@ -24,6 +25,7 @@ from sklearn.base import _fit_context
 from sklearn.utils import check_random_state, gen_batches
 from sklearn.utils._param_validation import Interval
 
+from . import _cluster
 from ._mechanisms import SmoothingWindow
 from ._threads import map_rows, prefetch, sum_rows, thread_pool
 from ._transaction import spare_like, transaction
@@ -33,10 +35,96 @@ from ._validation import LISTED_ROWS, listed_rows
 # Most step sizes kept in ``step_size_history_``.
 STEP_SIZE_RECORD_CAPACITY = 10_000
 
+# The attributes only the update reads, which a local step never needs.
+_UPDATE_STATE = frozenset(
+    {
+        "_window",
+        "_step_size",
+        "_annealing",
+        "_spare_natural",
+        "random_state_",
+        "evaluation_history_",
+        "step_size_history_",
+    }
+)
+
 
 def _prior_by_row(prior, n_rows, dtype):
     """eta as one value per row of lambda: a scalar prior is broadcast."""
     return np.broadcast_to(np.asarray(prior, dtype=dtype).reshape(-1), (n_rows,))
+
+
+class _Minibatch:
+    """A minibatch of rows in this process, and the same rows prepared for
+    the model's local step."""
+
+    def __init__(self, X_batch, prepared):
+        self.X_batch = X_batch
+        self.prepared = prepared
+
+    @property
+    def size(self):
+        return self.X_batch.shape[0]
+
+
+class InMemoryRows:
+    """Training data held in this process, for the online update.
+
+    The update asks its training data for minibatches and for their
+    statistics; :class:`~sklearn_svi._cluster.ClusterRows` answers the same
+    questions for data on a Dask cluster.
+
+    Parameters
+    ----------
+    model : OnlineUpdateMixin
+        The model that is fitted.
+    X : {ndarray, sparse matrix} of shape (n_samples, n_features)
+        The validated data.
+    """
+
+    def __init__(self, model, X):
+        self.model = model
+        self.X = X
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exception):
+        return False
+
+    @property
+    def n_samples(self):
+        return self.X.shape[0]
+
+    @property
+    def dtype(self):
+        return self.X.dtype
+
+    def initialize(self, n_total, mechanisms):
+        """Initialise the model from the data (``_initialize_online``)."""
+        self.model._initialize_online(self.X, n_total, mechanisms)
+
+    def minibatch(self, rows):
+        """Start slicing and preparing the rows ``rows`` on a helper thread;
+        the result's ``result()`` gives the minibatch."""
+        return prefetch(self._minibatch, rows)
+
+    def _minibatch(self, rows):
+        X_batch = self.X[rows]
+        return _Minibatch(X_batch, self.model._prepare_minibatch(X_batch))
+
+    def statistic(self, minibatch, sample_weight=None, draw=0):
+        """The minibatch statistic at the model's present state."""
+        return self.model._local_statistic(minibatch.prepared, sample_weight, draw)
+
+    def evaluation_score(self, minibatch):
+        """The model's evaluation score of the minibatch."""
+        return self.model._evaluation_score(minibatch.X_batch)
+
+    def least_likely_samples(self, minibatch):
+        """The samples of the minibatch that fit the model worst, by their
+        place in it, worst first."""
+        return self.model._least_likely_samples(minibatch.X_batch)
 
 
 class OnlineUpdateMixin(metaclass=ABCMeta):
@@ -86,14 +174,18 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
         """The initial lambda for a data set of ``n_total`` samples like ``X``."""
 
     @abstractmethod
-    def _local_statistic(self, minibatch, sample_weight=None, draw=0):
+    def _local_statistic(self, minibatch, sample_weight=None, draw=0, n_batch=None):
         """The mean statistic S_t of a minibatch, a ``SparseStatistic``.
 
         ``minibatch`` is what ``_prepare_minibatch`` returned; each sample's
         statistic is multiplied by its weight in ``sample_weight`` (None for
         ones). ``draw`` numbers the minibatch (the update number t, or -j for
         the j-th minibatch of a filter's start): a local step that draws
-        random numbers takes them from a stream of that number alone.
+        random numbers takes them from a stream of that number alone, and
+        each sample's part of it depends on that sample alone. The sum of
+        the samples' statistics is divided by ``n_batch``, by default the
+        number of samples: a shard of a larger minibatch divides by the
+        minibatch's size, so that the shards' statistics add up to S_t.
         """
 
     @abstractmethod
@@ -121,6 +213,30 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
         """
         return X_batch
 
+    def _rows_read(self, minibatch):
+        """The rows of lambda that the local step of ``minibatch`` reads,
+        sorted, or None for all of them."""
+        return None
+
+    def _local_copy(self, rows=None):
+        """A copy of the model that holds what the local step needs.
+
+        What only the update uses (the mechanisms, the histories, the random
+        state) is left out, and lambda is cut to the rows ``rows`` when they
+        are given; the copy keeps their indices in ``_natural_rows``. This
+        is what travels to a worker of a cluster (:mod:`sklearn_svi._cluster`).
+        """
+        local = copy.copy(self)
+        local.__dict__ = {
+            name: value
+            for name, value in self.__dict__.items()
+            if name not in _UPDATE_STATE
+        }
+        if rows is not None:
+            local._natural = self._natural[rows]
+            local._natural_rows = rows
+        return local
+
     def _least_likely_samples(self, X_batch):
         """Indices of the samples of ``X_batch`` that fit the model worst,
         worst first, named when an update from them is refused."""
@@ -130,8 +246,9 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
         """Hook run after lambda moved, with the float64 sums of its rows,
         which the update computes as it writes them."""
 
-    def _after_update(self, rho):
-        """Hook run after each update of lambda, whose step size was ``rho``."""
+    def _after_update(self, rho, statistic):
+        """Hook run after each update of lambda, whose step size was ``rho``
+        and whose minibatch statistic was ``statistic``."""
 
     def _after_pass(self):
         """Hook run after each pass of ``fit`` and each ``partial_fit``."""
@@ -232,19 +349,20 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
         ]
         return transaction(self, parts, getattr(self, "random_state_", None), lists)
 
-    def _online_step(self, X_batch, minibatch, n_total, X_val):
-        """One SVI update from the minibatch ``X_batch``, prepared as ``minibatch``.
+    def _online_step(self, data, minibatch, n_total, X_val):
+        """One SVI update from a minibatch of the training data ``data``.
 
-        It runs as a transaction: if anything fails or is interrupted, the
-        model is left as after the previous update.
+        It runs in the caller's transaction: if anything fails or is
+        interrupted, the model is left as after the previous update.
         """
         step = self.n_batch_iter_ + 1
         weights = None
         if self._annealing is not None:
-            weights = self._annealing(X_batch.shape[0], step, self.random_state_)
-        self._window.push(self._local_statistic(minibatch, weights, draw=step))
+            weights = self._annealing(minibatch.size, step, self.random_state_)
+        statistic = data.statistic(minibatch, weights, draw=step)
+        self._window.push(statistic)
         self.n_batch_iter_ = step
-        self.n_samples_seen_ += X_batch.shape[0]
+        self.n_samples_seen_ += minibatch.size
 
         # lambda^ = eta + N S~_t (Mandt & Blei 2014, Alg. 1; Hoffman et al.
         # 2013, eq. 25 when L = 1), formed as an array only for a step size
@@ -259,11 +377,15 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
         if self._annealing is not None:
             # Negative weights can take lambda^ out of the feasible set.
             self.n_projected_ += self._project_natural()
-        self._after_update(rho)
+        self._after_update(rho, statistic)
 
         self._record_step_size(rho)
         if self.evaluate_every > 0 and self.n_batch_iter_ % self.evaluate_every == 0:
-            self._record_evaluation(X_batch if X_val is None else X_val)
+            self._record_evaluation(
+                data.evaluation_score(minibatch)
+                if X_val is None
+                else self._evaluation_score(X_val)
+            )
 
     def _move_natural(self, window_sum, scale, prior, rho):
         """lambda = (1 - rho) lambda + rho lambda^, refused if not finite.
@@ -322,23 +444,22 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
         )
         return target
 
-    def _start_step_size(self, X, n_total):
+    def _start_step_size(self, data, n_total):
         """Start the step size's noise estimates at the initial lambda.
 
         Its ``monte_carlo_batches`` minibatches are bootstrap samples of
-        ``batch_size`` rows of ``X`` (fewer if ``X`` is smaller), whose
-        spread is that of minibatches drawn from the data even when ``X``
-        holds a single minibatch.
+        ``batch_size`` rows of the training data ``data`` (fewer if it is
+        smaller), whose spread is that of minibatches drawn from the data
+        even when it holds a single minibatch.
         """
-        n_samples = X.shape[0]
-        size = min(self.batch_size, n_samples)
+        size = min(self.batch_size, data.n_samples)
         window = SmoothingWindow(1, self._natural.shape, self._natural.dtype)
 
         def targets():
             for draw in range(1, self._step_size.monte_carlo_batches + 1):
-                rows = self.random_state_.randint(n_samples, size=size)
-                minibatch = self._minibatch(X, rows)[1]
-                window.push(self._local_statistic(minibatch, draw=-draw))
+                rows = self.random_state_.randint(data.n_samples, size=size)
+                minibatch = data.minibatch(rows).result()
+                window.push(data.statistic(minibatch, draw=-draw))
                 yield self._target(window.sum, *self._target_terms(window, n_total))
 
         self._step_size.start(targets(), self._natural)
@@ -363,54 +484,57 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
             }
             self._step_size_record_every *= 2
 
-    def _record_evaluation(self, X):
+    def _record_evaluation(self, score):
         history = self.evaluation_history_
         history["n_batch_iter"].append(self.n_batch_iter_)
         history["n_samples_seen"].append(self.n_samples_seen_)
-        history["score"].append(float(self._evaluation_score(X)))
+        history["score"].append(float(score))
         if self.verbose:
             print(
                 f"[{type(self).__name__}] update {self.n_batch_iter_}: "
                 f"evaluation score {history['score'][-1]:.5f}"
             )
 
-    def _run_pass(self, X, n_total, X_val, order=None):
-        """Run the SVI update on consecutive minibatches of ``X``."""
-        n_samples = X.shape[0]
+    def _run_pass(self, data, n_total, X_val, order=None):
+        """Run the SVI update on consecutive minibatches of the training
+        data ``data`` (``InMemoryRows`` or a cluster's ``ClusterRows``)."""
         # A filter's start belongs to the first update, and is undone with it.
         start_step_size = (
             self.n_batch_iter_ == 0 and self._step_size.monte_carlo_batches > 0
         )
         batches = [
-            batch if order is None else order[batch]
-            for batch in gen_batches(n_samples, self.batch_size)
+            np.arange(batch.start, batch.stop) if order is None else order[batch]
+            for batch in gen_batches(data.n_samples, self.batch_size)
         ]
         # Each minibatch is sliced and prepared while the one before it is
-        # processed (on a helper thread, when there is one).
-        upcoming = prefetch(self._minibatch, X, batches[0])
+        # processed.
+        upcoming = data.minibatch(batches[0])
         for index in range(len(batches)):
-            X_batch, minibatch = upcoming.result()
+            minibatch = upcoming.result()
             if index + 1 < len(batches):
-                upcoming = prefetch(self._minibatch, X, batches[index + 1])
+                upcoming = data.minibatch(batches[index + 1])
             try:
                 with self._transaction():
                     if index == 0 and start_step_size:
-                        self._start_step_size(X, n_total)
-                    self._online_step(X_batch, minibatch, n_total, X_val)
+                        self._start_step_size(data, n_total)
+                    self._online_step(data, minibatch, n_total, X_val)
             except (ValueError, FloatingPointError) as error:
-                samples = np.arange(n_samples)[batches[index]]
-                raise self._refused_update(error, X_batch, samples) from error
+                raise self._refused_update(
+                    error, data.least_likely_samples(minibatch), batches[index]
+                ) from error
         with self._transaction():
             self.n_iter_ += 1
             self._after_pass()
 
-    def _refused_update(self, error, X_batch, samples):
-        """The error that says why the update from ``X_batch`` was refused.
+    def _refused_update(self, error, least_likely, samples):
+        """The error that says why the update from a minibatch was refused.
 
         Called after the update was undone. ``samples`` numbers the
-        minibatch's samples in the caller's ``X``.
+        minibatch's samples in the caller's ``X``, and ``least_likely``
+        lists those that fit the model worst by their place in the
+        minibatch.
         """
-        suspects = samples[self._least_likely_samples(X_batch)[:LISTED_ROWS]]
+        suspects = samples[least_likely[:LISTED_ROWS]]
         hint = ""
         if len(suspects):
             hint = (
@@ -423,10 +547,16 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
             f"{error}{hint}"
         )
 
-    def _minibatch(self, X, rows):
-        """``X[rows]``, and the same rows prepared for the local step."""
-        X_batch = X[rows]
-        return X_batch, self._prepare_minibatch(X_batch)
+    def _training_rows(self, X, reset, dtype):
+        """The training data ``X`` validated, where its local steps run.
+
+        In this process for data in memory; on a Dask cluster for a Dask
+        collection, or for data in memory inside
+        ``joblib.parallel_backend("dask")`` (:mod:`sklearn_svi._cluster`).
+        """
+        if _cluster.is_dask_collection(X) or _cluster.active_client() is not None:
+            return _cluster.ClusterRows.from_data(self, X, reset, dtype)
+        return InMemoryRows(self, self._check_training_data(X, reset, dtype))
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, *, X_val=None):
@@ -434,11 +564,13 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
 
         Each pass visits ``X`` in a new random order, in minibatches of
         ``batch_size`` samples, with the number of samples N equal to
-        ``X.shape[0]``.
+        ``X.shape[0]``. A Dask collection of row blocks is fitted where its
+        blocks are, on the cluster; see :ref:`cluster`.
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        X : {array-like, sparse matrix, dask array} of shape \
+                (n_samples, n_features)
             Training data.
         y : Ignored
             Not used, present for API consistency by convention.
@@ -454,19 +586,19 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
         """
         mechanisms = self._checked_mechanisms()
         warm = getattr(self, "warm_start", False) and hasattr(self, "_natural")
-        X = self._check_training_data(
+        data = self._training_rows(
             X, reset=not warm, dtype=self._natural.dtype if warm else None
         )
-        X_val = self._check_evaluation_data(X_val, X.dtype)
-        n_samples = X.shape[0]
+        X_val = self._check_evaluation_data(X_val, data.dtype)
+        n_samples = data.n_samples
         converged = False
-        with thread_pool(self.n_jobs):
+        with thread_pool(self.n_jobs), data:
             if not warm:
                 with self._transaction():
-                    self._initialize_online(X, n_samples, mechanisms)
+                    data.initialize(n_samples, mechanisms)
             for _ in range(self.max_iter):
                 order = self.random_state_.permutation(n_samples)
-                self._run_pass(X, n_samples, X_val, order=order)
+                self._run_pass(data, n_samples, X_val, order=order)
                 if self.verbose:
                     print(
                         f"[{type(self).__name__}] pass {self.n_iter_} "
@@ -485,11 +617,13 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
         The number of samples N of the update is ``total_samples``. The first
         call initialises the model; later calls continue from its state.
         Invalid input raises before anything changes, so a failed call leaves
-        the model as it was.
+        the model as it was. A Dask collection of row blocks is fitted where
+        its blocks are, on the cluster; see :ref:`cluster`.
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        X : {array-like, sparse matrix, dask array} of shape \
+                (n_samples, n_features)
             Training data.
         y : Ignored
             Not used, present for API consistency by convention.
@@ -505,15 +639,15 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
         """
         mechanisms = self._checked_mechanisms()
         first_call = not hasattr(self, "_natural")
-        X = self._check_training_data(
+        data = self._training_rows(
             X, reset=first_call, dtype=None if first_call else self._natural.dtype
         )
-        X_val = self._check_evaluation_data(X_val, X.dtype)
-        with thread_pool(self.n_jobs):
+        X_val = self._check_evaluation_data(X_val, data.dtype)
+        with thread_pool(self.n_jobs), data:
             if first_call:
                 with self._transaction():
-                    self._initialize_online(X, self.total_samples, mechanisms)
-            self._run_pass(X, self.total_samples, X_val)
+                    data.initialize(self.total_samples, mechanisms)
+            self._run_pass(data, self.total_samples, X_val)
         return self
 
     def _check_evaluation_data(self, X_val, dtype):

@@ -27,6 +27,7 @@ from sklearn_svi._mechanisms import (
     SmoothingWindow,
     _smoothing,
 )
+from sklearn_svi._online import InMemoryRows
 from sklearn_svi._threads import thread_pool
 from sklearn_svi._transaction import interrupts_deferred
 
@@ -163,14 +164,12 @@ def completed_after(fitted, X, n_minibatches):
     of X, without the end of a pass."""
     reference = copy.deepcopy(fitted)
     X = reference._check_training_data(X, reset=False).astype(reference._natural.dtype)
+    data = InMemoryRows(reference, X)
     with thread_pool(reference.n_jobs):
         for start in range(0, n_minibatches * BATCH, BATCH):
-            X_batch = X[start : start + BATCH]
-            minibatch = reference._prepare_minibatch(X_batch)
+            minibatch = data.minibatch(np.arange(start, start + BATCH)).result()
             with reference._transaction():
-                reference._online_step(
-                    X_batch, minibatch, reference.total_samples, None
-                )
+                reference._online_step(data, minibatch, reference.total_samples, None)
     return reference
 
 

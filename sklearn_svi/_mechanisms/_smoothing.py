@@ -21,15 +21,20 @@ class SparseStatistic:
         Indices of the rows the statistic covers, sorted.
     block : ndarray of shape (n_rows, n_components)
         The values on those rows.
+    sample_mean : ndarray of shape (n_values,) or None, default=None
+        The minibatch mean of a per-sample vector that the model reads after
+        the update, outside lambda (LDA learning alpha: E[log theta_d]).
     """
 
     rows: np.ndarray
     block: np.ndarray
+    sample_mean: np.ndarray | None = None
 
     @property
     def nbytes(self):
         """Memory held by the statistic, in bytes."""
-        return self.block.nbytes + self.rows.nbytes
+        extra = 0 if self.sample_mean is None else self.sample_mean.nbytes
+        return self.block.nbytes + self.rows.nbytes + extra
 
     def restricted_to(self, span):
         """The row indices and values that fall in the slice ``span``."""

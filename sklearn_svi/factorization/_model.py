@@ -185,7 +185,7 @@ class _OnlineMatrixFactorization(OnlineUpdateMixin, BaseEstimator):
             covariances + means[:, :, np.newaxis] * means[:, np.newaxis, :]
         ).astype(dtype)
 
-    def _after_update(self, rho):
+    def _after_update(self, rho, statistic):
         self._update_attributes()
 
     # -- local step ---------------------------------------------------------------
@@ -216,7 +216,7 @@ class _OnlineMatrixFactorization(OnlineUpdateMixin, BaseEstimator):
         means = np.einsum("iab,ib->ia", covariances, linear)
         return means, covariances
 
-    def _local_statistic(self, X, sample_weight=None, draw=0):
+    def _local_statistic(self, X, sample_weight=None, draw=0, n_batch=None):
         """Minibatch mean of each user's statistic on the items it rated.
 
         For item j: s2^-1 w_i (y_ij - o) mu_i and s2^-1 w_i E[u_i u_i^T],
@@ -244,7 +244,8 @@ class _OnlineMatrixFactorization(OnlineUpdateMixin, BaseEstimator):
             return statistic / noise
 
         total = sum_rows(block_statistic, X.shape[0], block_rows=_LOCAL_BLOCK_SIZE)
-        return SparseStatistic(items, total / X.shape[0])
+        n_batch = X.shape[0] if n_batch is None else n_batch
+        return SparseStatistic(items, total / n_batch)
 
     def _least_likely_samples(self, X_batch):
         """The users with the largest rating farthest from the offset first."""

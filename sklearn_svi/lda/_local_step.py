@@ -140,7 +140,15 @@ class LocalStep:
     tol: float
     collapsed: bool
 
-    def fit(self, documents, natural, topic_totals, start_key=None, index_words=False):
+    def fit(
+        self,
+        documents,
+        natural,
+        topic_totals,
+        start_key=None,
+        index_words=False,
+        natural_rows=None,
+    ):
         """Fit gamma for each of the documents at the topics ``natural``.
 
         Both the topics' weights of the words and the documents' fixed
@@ -156,8 +164,9 @@ class LocalStep:
         ----------
         documents : _CompactDocuments
             The documents.
-        natural : ndarray of shape (n_features, n_components)
-            lambda, stored word by word.
+        natural : ndarray of shape (n_rows, n_components)
+            lambda, stored word by word: every word, or the words
+            ``natural_rows``.
         topic_totals : ndarray of shape (n_components,)
             The sums of lambda over the words, in float64.
         start_key : int or None, default=None
@@ -165,13 +174,19 @@ class LocalStep:
         index_words : bool, default=False
             Also list the documents of each word, and keep the collapsed
             step's responsibilities: what the statistic needs.
+        natural_rows : ndarray of shape (n_rows,) or None, default=None
+            The vocabulary indices of the rows of ``natural``, sorted, when
+            it holds only some words (those of the documents at least).
 
         Returns
         -------
         local : _LocalFit
         """
+        rows = documents.words
+        if natural_rows is not None:
+            rows = np.searchsorted(natural_rows, rows)
         word_topic, word_index = _word_topic(
-            documents, natural, topic_totals, self.collapsed, index_words
+            documents, natural, rows, topic_totals, self.collapsed, index_words
         )
         doc_topic = np.empty(
             (documents.n_documents, natural.shape[1]), dtype=natural.dtype
@@ -224,8 +239,10 @@ class LocalStep:
         )
 
 
-def _word_topic(documents, natural, topic_totals, collapsed, index_words):
+def _word_topic(documents, natural, rows, topic_totals, collapsed, index_words):
     """The topics' weights of the documents' words, one row per word.
+
+    ``rows`` are the rows of ``natural`` that hold the documents' words.
 
     exp E[log beta] for the mean-field step, E[beta] for the collapsed one.
     Only the documents' words are computed: the digamma over all of K x V
@@ -238,12 +255,12 @@ def _word_topic(documents, natural, topic_totals, collapsed, index_words):
     word_topic : ndarray of shape (n_words, n_components)
     word_index : tuple of ndarray or None
     """
-    words = documents.words
-    word_topic = np.empty((words.size, natural.shape[1]), dtype=natural.dtype)
+    n_words = rows.size
+    word_topic = np.empty((n_words, natural.shape[1]), dtype=natural.dtype)
     kernel = _kernel.mean_rows if collapsed else _kernel.exp_dirichlet_expectation_rows
     chunks = [
-        (kernel, natural, topic_totals, words[span], word_topic[span])
-        for span in row_blocks(words.size)
+        (kernel, natural, topic_totals, rows[span], word_topic[span])
+        for span in row_blocks(n_words)
     ]
     if index_words:
         chunks.insert(
@@ -252,7 +269,7 @@ def _word_topic(documents, natural, topic_totals, collapsed, index_words):
                 _kernel.words_of_documents,
                 documents.indptr,
                 documents.indices,
-                words.size,
+                n_words,
             ),
         )
     results = run_calls(call, chunks)
@@ -282,7 +299,7 @@ def _run_documents(kernel, word_topic, documents, *arguments):
     run_calls(kernel, [shared] * n_threads())
 
 
-def minibatch_statistic(local, sample_weight=None):
+def minibatch_statistic(local, sample_weight=None, n_batch=None):
     """Minibatch mean of w_d n_dw phi_dwk on the minibatch's words (eq. 28).
 
     The weights w_d multiply each document's statistic (Paisley et al.,
@@ -294,6 +311,9 @@ def minibatch_statistic(local, sample_weight=None):
         A local step run with ``index_words=True``.
     sample_weight : ndarray of shape (n_documents,) or None, default=None
         w_d; None for ones.
+    n_batch : int or None, default=None
+        The size of the minibatch whose mean is taken; None for the number
+        of documents. A shard of a minibatch divides by the whole size.
 
     Returns
     -------
@@ -316,6 +336,7 @@ def minibatch_statistic(local, sample_weight=None):
             exp_doc_topic = exp_doc_topic * sample_weight[:, np.newaxis].astype(dtype)
         kernel = _kernel.word_topic_statistic
         terms = (local.count_ratio, exp_doc_topic, local.word_topic)
-    shared = (*local.word_index, *terms, statistic, 1.0 / documents.n_documents)
+    n_batch = documents.n_documents if n_batch is None else n_batch
+    shared = (*local.word_index, *terms, statistic, 1.0 / n_batch)
     map_rows(lambda span: kernel(*shared, span.start, span.stop), documents.words.size)
     return SparseStatistic(documents.words, statistic)

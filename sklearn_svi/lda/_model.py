@@ -21,6 +21,7 @@ from sklearn.base import (
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, check_non_negative, validate_data
 
+from .._mechanisms import SparseStatistic
 from .._online import OnlineUpdateMixin
 from .._threads import map_rows, sum_rows, thread_pool
 from .._validation import listed_rows, rows_of_entries
@@ -99,12 +100,10 @@ class _OnlineLDA(
         """The starting value of a prior parameter: 1 / K for None or "auto"."""
         return 1.0 / self.n_components if prior in (None, "auto") else float(prior)
 
-    def _learn_doc_topic_prior(self, rho):
+    def _learn_doc_topic_prior(self, rho, mean_log_theta):
         """Move alpha by a step ``rho`` of Newton's direction for the
-        minibatch's E[log theta] (Hoffman, Blei & Bach 2010)."""
-        direction = _dirichlet_newton_direction(
-            self.doc_topic_prior_, self._minibatch_log_theta
-        )
+        minibatch's mean E[log theta] (Hoffman, Blei & Bach 2010)."""
+        direction = _dirichlet_newton_direction(self.doc_topic_prior_, mean_log_theta)
         self.doc_topic_prior_ = _positive_step(self.doc_topic_prior_, direction, rho)
 
     def _learn_topic_word_prior(self):
@@ -117,9 +116,9 @@ class _OnlineLDA(
             self.topic_word_prior_, self.n_components, len(self._natural), log_sum
         )
 
-    def _after_update(self, rho):
+    def _after_update(self, rho, statistic):
         if self.doc_topic_prior == "auto":
-            self._learn_doc_topic_prior(rho)
+            self._learn_doc_topic_prior(rho, statistic.sample_mean)
 
     def _after_pass(self):
         if self.topic_word_prior == "auto":
@@ -189,22 +188,30 @@ class _OnlineLDA(
         """The minibatch's documents with their words renumbered."""
         return _CompactDocuments.from_csr(X_batch)
 
-    def _local_statistic(self, documents, sample_weight=None, draw=0):
+    def _rows_read(self, documents):
+        """The local step reads the rows of lambda of the documents' words."""
+        return documents.words
+
+    def _local_statistic(self, documents, sample_weight=None, draw=0, n_batch=None):
         """Minibatch mean of w_d n_dw phi_dwk on the minibatch's words (eq. 28).
 
-        The documents' starts are those of minibatch number ``draw``.
+        The documents' starts are those of minibatch number ``draw``. With a
+        learned alpha, the statistic also carries the documents' mean
+        w_d E[log theta_d].
         """
         local = self._fit_documents(
             documents, start_key=self._start_key(draw), index_words=True
         )
-        if self.doc_topic_prior == "auto":
-            # E[log theta_d], averaged with the documents' weights.
-            self._minibatch_log_theta = np.average(
-                _dirichlet_expectation(local.doc_topic.astype(np.float64)),
-                axis=0,
-                weights=sample_weight,
-            )
-        return minibatch_statistic(local, sample_weight)
+        n_batch = documents.n_documents if n_batch is None else n_batch
+        statistic = minibatch_statistic(local, sample_weight, n_batch)
+        if self.doc_topic_prior != "auto":
+            return statistic
+        log_theta = _dirichlet_expectation(local.doc_topic.astype(np.float64))
+        if sample_weight is not None:
+            log_theta *= sample_weight[:, np.newaxis]
+        return SparseStatistic(
+            statistic.rows, statistic.block, log_theta.sum(axis=0) / n_batch
+        )
 
     def _natural_updated(self, row_sums):
         # The topics' totals, which E[log beta] and E[beta] need.
@@ -257,7 +264,12 @@ class _OnlineLDA(
             collapsed,
         )
         return step.fit(
-            documents, self._natural, self._topic_totals, start_key, index_words
+            documents,
+            self._natural,
+            self._topic_totals,
+            start_key,
+            index_words,
+            natural_rows=getattr(self, "_natural_rows", None),
         )
 
     # -- scores ----------------------------------------------------------------------

@@ -235,7 +235,7 @@ class _OnlineGaussianMixture(DensityMixin, OnlineUpdateMixin, BaseEstimator):
         statistic[layout.entropy] = entropy
         return statistic
 
-    def _local_statistic(self, X, sample_weight=None, draw=0):
+    def _local_statistic(self, X, sample_weight=None, draw=0, n_batch=None):
         """Mean statistic of the minibatch: responsibilities on the threads.
 
         The local step draws no random numbers, so ``draw`` is unused.
@@ -253,7 +253,8 @@ class _OnlineGaussianMixture(DensityMixin, OnlineUpdateMixin, BaseEstimator):
             return self._sufficient_statistics(X_block, resp, entropy)
 
         total = sum_rows(block_statistic, X.shape[0], block_rows=_LOCAL_BLOCK_SIZE)
-        return SparseStatistic(np.arange(len(total)), total / X.shape[0])
+        n_batch = X.shape[0] if n_batch is None else n_batch
+        return SparseStatistic(np.arange(len(total)), total / n_batch)
 
     def _project_natural(self):
         """Move lambda back into the set that holds every plain SVI iterate.
@@ -414,7 +415,7 @@ class _OnlineGaussianMixture(DensityMixin, OnlineUpdateMixin, BaseEstimator):
         self.converged_ = False
         self.lower_bound_ = -np.inf
 
-    def _after_update(self, rho):
+    def _after_update(self, rho, statistic):
         self._update_attributes()
 
     def _after_pass(self):

@@ -1,0 +1,547 @@
+"""The local step on a Dask cluster.
+
+The local step is the cost of an update, and it is data-parallel: a
+minibatch is cut into shards by the row blocks of the data that hold its
+samples, each shard's statistic is computed on the worker that holds the
+block, at the model's present state, and the client adds the shards'
+statistics in the order of the blocks and runs the usual update
+(:class:`~sklearn_svi._online.OnlineUpdateMixin`). What travels:
+
+- to a worker, per shard and update: a copy of the model without the
+  update's own state (:meth:`OnlineUpdateMixin._local_copy`), with lambda cut
+  to the rows the shard's local step reads (an LDA shard's words);
+- back, per shard: its sparse statistic, on those rows.
+
+The samples stay where they are. Each shard divides its sum by the size of
+the whole minibatch, so the statistics add up to the minibatch mean; every
+sample's part of it is computed as on one machine (the same random starts,
+drawn from the minibatch number and the sample), and only the grouping of
+the sum over the samples differs, by rounding.
+
+A worker that dies costs the tasks it was running: Dask runs them again
+elsewhere (recomputing lost blocks of a Dask collection from their graph),
+and blocks that the client scattered itself are sent again. The update
+waits for exactly one statistic per shard and changes the model only then,
+so nothing is counted twice.
+
+Dask is an optional dependency: this module imports it only when a Dask
+collection or joblib's Dask backend is in use.
+"""
+
+import logging
+import pickle
+import sys
+import time
+from dataclasses import dataclass
+
+import joblib
+import numpy as np
+import scipy.sparse as sp
+
+from ._mechanisms import SparseStatistic
+from ._threads import thread_pool
+
+logger = logging.getLogger("sklearn_svi.cluster")
+
+# How many times one update's shards are sent again after a worker was lost.
+MAX_ATTEMPTS = 3
+
+# Minibatches' worth of rows from which a model of a Dask collection starts.
+INITIAL_SAMPLE_BATCHES = 3
+
+
+def is_dask_collection(X):
+    """Whether ``X`` is a Dask collection (without importing Dask)."""
+    dask = sys.modules.get("dask")
+    return dask is not None and dask.is_dask_collection(X)
+
+
+def _on_worker():
+    """Whether this code runs in a task on a Dask worker."""
+    distributed = sys.modules.get("distributed")
+    if distributed is None:
+        return False
+    try:
+        distributed.get_worker()
+    except ValueError:
+        return False
+    return True
+
+
+def active_client():
+    """The client of ``joblib.parallel_backend("dask")`` when it is active.
+
+    None otherwise, and in a task that already runs on a worker (a
+    candidate of a GridSearchCV that the backend sent there), whose fit
+    runs where it is.
+    """
+    if "distributed" not in sys.modules:
+        return None
+    backend, _ = joblib.parallel.get_active_backend()
+    client = getattr(backend, "client", None)
+    if client is None or type(backend).__name__ != "DaskDistributedBackend":
+        return None
+    return None if _on_worker() else client
+
+
+def _client_for(X):
+    """The Dask client for ``X``: joblib's, or the default one."""
+    client = active_client()
+    if client is not None:
+        return client
+    from distributed import get_client
+
+    try:
+        return get_client()
+    except ValueError:
+        raise ValueError(
+            "A Dask collection is fitted on a Dask cluster, and there is no "
+            "client: start one first, for instance with "
+            "distributed.Client(LocalCluster())."
+        ) from None
+
+
+def _float_type(dtype):
+    """The models' floating point type for data of type ``dtype``."""
+    return np.dtype(np.float32 if dtype == np.float32 else np.float64)
+
+
+def row_block_tasks(X):
+    """The row blocks of a Dask array or bag, as a list of Delayed objects.
+
+    A bag's partition is a list of matrices, stacked into one block.
+    """
+    import dask
+    import dask.array as da
+    import dask.bag as db
+
+    if isinstance(X, da.Array):
+        if X.ndim != 2:
+            raise ValueError(
+                f"Expected a 2-dimensional Dask array, got {X.ndim} dimensions."
+            )
+        return list(X.rechunk({1: -1}).to_delayed()[:, 0])
+    if isinstance(X, db.Bag):
+        return [dask.delayed(_stacked)(part) for part in X.to_delayed()]
+    raise TypeError(
+        f"Expected a Dask array or a Dask bag of row blocks, got {type(X).__name__}."
+    )
+
+
+def _stacked(matrices):
+    """The rows of a list of matrices, one under the other."""
+    if any(sp.issparse(matrix) for matrix in matrices):
+        return sp.vstack(matrices, format="csr")
+    return np.vstack(matrices)
+
+
+# -- the tasks that run on the workers -------------------------------------------
+
+
+def _worker_threads():
+    """The number of threads of the worker this task runs on."""
+    from distributed import get_worker
+
+    return get_worker().state.nthreads
+
+
+def _validated_block(model, block, index, reset, dtype):
+    """The model's validation of one row block, which names the block."""
+    try:
+        return model._check_training_data(block, reset=reset, dtype=dtype)
+    except ValueError as error:
+        raise ValueError(f"In row block {index} of X: {error}") from error
+
+
+def _n_rows(block):
+    return block.shape[0]
+
+
+def _assembled(positions, shards):
+    """The samples of shards, in their order in the minibatch."""
+    X_batch = _stacked([shard[0] for shard in shards])
+    return X_batch[np.argsort(np.concatenate(positions), kind="stable")]
+
+
+def _initialized(model, n_total, mechanisms, positions, *shards):
+    """The model initialised from the samples of the shards
+    (``_initialize_online``)."""
+    with thread_pool(_worker_threads()):
+        model._initialize_online(_assembled(positions, shards), n_total, mechanisms)
+    return model
+
+
+def _prepared_shard(model, block, rows):
+    """The rows ``rows`` of a block, and the same rows prepared for the
+    model's local step."""
+    X_shard = block[rows]
+    return X_shard, model._prepare_minibatch(X_shard)
+
+
+def _rows_read(model, shard):
+    return model._rows_read(shard[1])
+
+
+def _shard_statistic(payload, shard, sample_weight, draw, n_batch):
+    """A shard's part of the minibatch statistic, at the model in ``payload``."""
+    model = pickle.loads(payload)
+    with thread_pool(_worker_threads()):
+        return model._local_statistic(shard[1], sample_weight, draw, n_batch)
+
+
+def _minibatch_call(payload, method, positions, *shards):
+    """``model.method(X_batch)`` for the minibatch that the shards make up,
+    its samples in their order in the minibatch."""
+    model = pickle.loads(payload)
+    with thread_pool(_worker_threads()):
+        return getattr(model, method)(_assembled(positions, shards))
+
+
+# -- the client's side ---------------------------------------------------------------
+
+
+@dataclass
+class _Shard:
+    """The samples of a minibatch that one row block holds.
+
+    Attributes
+    ----------
+    block : int
+        The row block.
+    positions : ndarray
+        The samples' places in the minibatch.
+    rows : ndarray
+        Their rows in the block.
+    prepared : Future
+        (X_shard, prepared shard) on the worker.
+    rows_read : ndarray or None
+        The rows of lambda its local step reads, None for all.
+    """
+
+    block: int
+    positions: np.ndarray
+    rows: np.ndarray
+    prepared: object = None
+    rows_read: np.ndarray | None = None
+
+
+class _ShardedMinibatch:
+    """A minibatch whose samples stay on the workers, in shards."""
+
+    def __init__(self, shards, size):
+        self.shards = shards
+        self.size = size
+
+
+class _PendingMinibatch:
+    """A minibatch whose shards are being prepared on the workers."""
+
+    def __init__(self, data, shards, size, reads):
+        self._data = data
+        self._minibatch = _ShardedMinibatch(shards, size)
+        self._reads = reads
+
+    def result(self):
+        rows_read = self._data.client.gather(self._reads)
+        for shard, rows in zip(self._minibatch.shards, rows_read):
+            shard.rows_read = rows
+        return self._minibatch
+
+
+def _added_statistics(statistics):
+    """The sum of shard statistics, added in the order given."""
+    if len(statistics) == 1:
+        return statistics[0]
+    rows = np.unique(np.concatenate([statistic.rows for statistic in statistics]))
+    first = statistics[0]
+    block = np.zeros((len(rows), first.block.shape[1]), dtype=first.block.dtype)
+    sample_mean = first.sample_mean
+    for statistic in statistics:
+        block[np.searchsorted(rows, statistic.rows)] += statistic.block
+        if statistic is not first and sample_mean is not None:
+            sample_mean = sample_mean + statistic.sample_mean
+    return SparseStatistic(rows, block, sample_mean)
+
+
+class ClusterRows:
+    """Training data in row blocks on a Dask cluster, for the online update.
+
+    It answers the update's questions (minibatches, their statistics, their
+    scores) like :class:`~sklearn_svi._online.InMemoryRows`, with the work
+    done where the blocks are. Use :meth:`from_data`.
+
+    Parameters
+    ----------
+    model : OnlineUpdateMixin
+        The model that is fitted.
+    client : distributed.Client
+        The cluster's client.
+    blocks : list of Future
+        The validated row blocks, on the workers.
+    offsets : ndarray of shape (n_blocks + 1,)
+        The first row of each block, and the number of rows.
+    dtype : dtype
+        The blocks' floating point type.
+    X : ndarray or sparse matrix or None, default=None
+        The validated data when the client holds it as well: the model is
+        then initialised from all of it, as on one machine, and a block that
+        dies with its worker is sent again.
+    """
+
+    def __init__(self, model, client, blocks, offsets, dtype, X=None):
+        self.model = model
+        self.client = client
+        self.blocks = blocks
+        self.offsets = offsets
+        self.dtype = dtype
+        self.X = X
+        self._template = None
+
+    @classmethod
+    def from_data(cls, model, X, reset, dtype):
+        """The data ``X`` validated, in row blocks on the cluster.
+
+        A Dask array (chunked by rows) or bag (of matrices) is validated
+        where its blocks are computed, and stays there. Data in memory is
+        validated on the client and scattered in one block per worker
+        thread.
+        """
+        client = _client_for(X)
+        if not is_dask_collection(X):
+            X = model._check_training_data(X, reset=reset, dtype=dtype)
+            n_blocks = max(1, sum(client.nthreads().values()))
+            bounds = np.linspace(0, X.shape[0], n_blocks + 1).astype(np.intp)
+            bounds = np.unique(bounds)
+            blocks = client.scatter(
+                [X[start:stop] for start, stop in zip(bounds[:-1], bounds[1:])],
+                hash=False,
+            )
+            return cls(model, client, blocks, bounds, X.dtype, X)
+        if dtype is None:
+            dtype = _float_type(X.dtype)
+        template = model._local_copy() if hasattr(model, "_natural") else model
+        template = client.scatter(template, broadcast=True, hash=False)
+        raw = client.compute(row_block_tasks(X))
+        blocks = [
+            client.submit(_validated_block, template, block, index, reset, dtype)
+            for index, block in enumerate(raw)
+        ]
+        sizes = client.gather([client.submit(_n_rows, block) for block in blocks])
+        if reset:
+            model.n_features_in_ = int(X.shape[1])
+            model.__dict__.pop("feature_names_in_", None)
+        offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.intp)
+        if offsets[-1] == 0:
+            raise ValueError(
+                "Found an X with 0 samples, while a minimum of 1 is required."
+            )
+        return cls(model, client, blocks, offsets, np.dtype(dtype))
+
+    def __enter__(self):
+        self._template = self.client.scatter(
+            type(self.model)(**self.model.get_params()), broadcast=True, hash=False
+        )
+        return self
+
+    def __exit__(self, *exception):
+        self._template = None
+        return False
+
+    @property
+    def n_samples(self):
+        return int(self.offsets[-1])
+
+    def initialize(self, n_total, mechanisms):
+        """Initialise the model from all the data when the client holds it.
+
+        Otherwise the model is initialised on a worker from a sample of
+        ``INITIAL_SAMPLE_BATCHES * batch_size`` rows spread evenly over the
+        data (all rows when there are fewer), which reaches every block
+        even when the data are sorted.
+        """
+        if self.X is not None:
+            self.model._initialize_online(self.X, n_total, mechanisms)
+            return
+        size = min(self.n_samples, INITIAL_SAMPLE_BATCHES * self.model.batch_size)
+        rows = np.unique(np.linspace(0, self.n_samples - 1, size).astype(np.intp))
+        shards = self._shards(rows)
+        self._prepare(shards)
+        initialized = self.client.submit(
+            _initialized,
+            self.model,
+            n_total,
+            mechanisms,
+            [shard.positions for shard in shards],
+            *[shard.prepared for shard in shards],
+            pure=False,
+        ).result()
+        self.model.__dict__.update(initialized.__dict__)
+
+    def minibatch(self, rows):
+        """Start cutting and preparing the minibatch of the rows ``rows``
+        where its samples are; the result's ``result()`` gives it."""
+        shards = self._shards(rows)
+        self._prepare(shards)
+        reads = [
+            self.client.submit(_rows_read, self._template, shard.prepared, pure=False)
+            for shard in shards
+        ]
+        return _PendingMinibatch(self, shards, len(rows), reads)
+
+    def _shards(self, rows):
+        """The minibatch of the rows ``rows`` cut by the blocks, in their order."""
+        block_of = np.searchsorted(self.offsets, rows, side="right") - 1
+        return [
+            _Shard(block, positions, rows[positions] - self.offsets[block])
+            for block in np.unique(block_of)
+            for positions in [np.flatnonzero(block_of == block)]
+        ]
+
+    def _prepare(self, shards):
+        for shard in shards:
+            shard.prepared = self.client.submit(
+                _prepared_shard,
+                self._template,
+                self.blocks[shard.block],
+                shard.rows,
+                pure=False,
+            )
+
+    def statistic(self, minibatch, sample_weight=None, draw=0):
+        """The minibatch statistic at the model's present state: the shards'
+        statistics, computed on the workers and added in the blocks' order."""
+        started = time.perf_counter()
+        payloads = [
+            pickle.dumps(self.model._local_copy(shard.rows_read), protocol=5)
+            for shard in minibatch.shards
+        ]
+        statistics = self._run_shards(minibatch, payloads, sample_weight, draw)
+        logger.debug(
+            "update %d: %d shards, %d bytes sent, %d bytes received, %.4f s",
+            draw,
+            len(statistics),
+            sum(len(payload) for payload in payloads),
+            sum(statistic.nbytes for statistic in statistics),
+            time.perf_counter() - started,
+        )
+        return _added_statistics(statistics)
+
+    def _run_shards(self, minibatch, payloads, sample_weight, draw):
+        """One statistic per shard, sending the shards again after a worker
+        was lost (at most ``MAX_ATTEMPTS`` times)."""
+        from distributed import CancelledError, KilledWorker
+
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            futures = [
+                self.client.submit(
+                    _shard_statistic,
+                    payload,
+                    shard.prepared,
+                    None if sample_weight is None else sample_weight[shard.positions],
+                    draw,
+                    minibatch.size,
+                    pure=False,
+                )
+                for shard, payload in zip(minibatch.shards, payloads)
+            ]
+            try:
+                return self.client.gather(futures)
+            except (KilledWorker, CancelledError, OSError):
+                if attempt == MAX_ATTEMPTS:
+                    raise
+                logger.warning(
+                    "update %d: a worker was lost; sending its shards again", draw
+                )
+                self._restore_blocks()
+                self._prepare(minibatch.shards)
+
+    def _restore_blocks(self):
+        """Scatter again the blocks of the client's data that were lost."""
+        if self.X is None:
+            return
+        for index, block in enumerate(self.blocks):
+            if block.status != "finished":
+                start, stop = self.offsets[index], self.offsets[index + 1]
+                self.blocks[index] = self.client.scatter(self.X[start:stop], hash=False)
+
+    def _on_minibatch(self, method, minibatch):
+        """``model.method(X_batch)`` computed on a worker, at the model's
+        present state."""
+        payload = pickle.dumps(self.model._local_copy(), protocol=5)
+        positions = [shard.positions for shard in minibatch.shards]
+        return self.client.submit(
+            _minibatch_call,
+            payload,
+            method,
+            positions,
+            *[shard.prepared for shard in minibatch.shards],
+            pure=False,
+        ).result()
+
+    def evaluation_score(self, minibatch):
+        """The model's evaluation score of the minibatch, on a worker."""
+        return self._on_minibatch("_evaluation_score", minibatch)
+
+    def least_likely_samples(self, minibatch):
+        """The samples of the minibatch that fit the model worst, by their
+        place in it, worst first, found on a worker."""
+        return self._on_minibatch("_least_likely_samples", minibatch)
+
+
+# -- methods of fitted models on Dask collections ------------------------------------
+
+
+def map_row_blocks(model, method, X, n_columns=None, dtype=np.float64):
+    """``model.method`` on each row block of the Dask array ``X``.
+
+    Returns a Dask array of the blocks' results, one row per sample, with
+    ``n_columns`` columns (None for a vector).
+    """
+    import dask
+    import dask.array as da
+
+    if not isinstance(X, da.Array):
+        raise TypeError(f"Expected a Dask array of row blocks, got {type(X).__name__}.")
+    X = X.rechunk({1: -1})
+    shared = dask.delayed(model)
+    if n_columns is None:
+        return X.map_blocks(
+            _call_method,
+            shared,
+            method,
+            drop_axis=1,
+            dtype=dtype,
+            meta=np.empty((0,), dtype=dtype),
+        )
+    return X.map_blocks(
+        _call_method,
+        shared,
+        method,
+        chunks=(X.chunks[0], (n_columns,)),
+        dtype=dtype,
+        meta=np.empty((0, 0), dtype=dtype),
+    )
+
+
+def _call_method(block, model, method):
+    return getattr(model, method)(block)
+
+
+def sum_row_blocks(model, method, X):
+    """The sum of ``model.method(block)`` over the row blocks of ``X``,
+    added in the blocks' order, as a Dask Delayed object."""
+    import dask
+
+    shared = dask.delayed(model)
+    parts = [
+        dask.delayed(_call_method)(block, shared, method)
+        for block in row_block_tasks(X)
+    ]
+    return dask.delayed(_ordered_sum)(parts)
+
+
+def _ordered_sum(values):
+    total = values[0]
+    for value in values[1:]:
+        total = total + value
+    return total
