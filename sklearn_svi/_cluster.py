@@ -101,6 +101,11 @@ def _client_for(X):
         ) from None
 
 
+def _parameters_of(model):
+    """A new model with the parameters of ``model``, and nothing fitted."""
+    return type(model)(**model.get_params(deep=False))
+
+
 def _float_type(dtype):
     """The models' floating point type for data of type ``dtype``."""
     return np.dtype(np.float32 if dtype == np.float32 else np.float64)
@@ -153,8 +158,8 @@ def _validated_block(model, block, index, reset, dtype):
         raise ValueError(f"In row block {index} of X: {error}") from error
 
 
-def _n_rows(block):
-    return block.shape[0]
+def _shape(block):
+    return block.shape[0], block.shape[1], block.dtype
 
 
 def _assembled(positions, shards):
@@ -295,7 +300,8 @@ class ClusterRows:
         self.offsets = offsets
         self.dtype = dtype
         self.X = X
-        self._template = None
+        # What preparing a shard needs: the model's parameters.
+        self.parameters = _parameters_of(model)
 
     @classmethod
     def from_data(cls, model, X, reset, dtype):
@@ -317,34 +323,37 @@ class ClusterRows:
                 hash=False,
             )
             return cls(model, client, blocks, bounds, X.dtype, X)
-        if dtype is None:
+        tasks = row_block_tasks(X)
+        if dtype is None and hasattr(X, "dtype"):
             dtype = _float_type(X.dtype)
-        template = model._local_copy() if hasattr(model, "_natural") else model
-        template = client.scatter(template, broadcast=True, hash=False)
-        raw = client.compute(row_block_tasks(X))
+        # The model's parameters travel inside the tasks, so that Dask can
+        # compute a block again from its graph when a worker is lost.
+        checker = _parameters_of(model)
+        if not reset:
+            checker.n_features_in_ = model.n_features_in_
+        raw = client.compute(tasks)
         blocks = [
-            client.submit(_validated_block, template, block, index, reset, dtype)
+            client.submit(_validated_block, checker, block, index, reset, dtype)
             for index, block in enumerate(raw)
         ]
-        sizes = client.gather([client.submit(_n_rows, block) for block in blocks])
-        if reset:
-            model.n_features_in_ = int(X.shape[1])
-            model.__dict__.pop("feature_names_in_", None)
-        offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.intp)
-        if offsets[-1] == 0:
+        shapes = client.gather([client.submit(_shape, block) for block in blocks])
+        n_rows, n_features, dtypes = (list(values) for values in zip(*shapes))
+        if len(set(n_features)) > 1 or len(set(dtypes)) > 1:
             raise ValueError(
-                "Found an X with 0 samples, while a minimum of 1 is required."
+                "The row blocks of X differ in their number of features or in "
+                f"their type: {sorted(set(n_features))} features, types "
+                f"{sorted(set(map(str, dtypes)))}."
             )
-        return cls(model, client, blocks, offsets, np.dtype(dtype))
+        if reset:
+            model.n_features_in_ = n_features[0]
+            model.__dict__.pop("feature_names_in_", None)
+        offsets = np.concatenate([[0], np.cumsum(n_rows)]).astype(np.intp)
+        return cls(model, client, blocks, offsets, dtypes[0])
 
     def __enter__(self):
-        self._template = self.client.scatter(
-            type(self.model)(**self.model.get_params()), broadcast=True, hash=False
-        )
         return self
 
     def __exit__(self, *exception):
-        self._template = None
         return False
 
     @property
@@ -383,7 +392,7 @@ class ClusterRows:
         shards = self._shards(rows)
         self._prepare(shards)
         reads = [
-            self.client.submit(_rows_read, self._template, shard.prepared, pure=False)
+            self.client.submit(_rows_read, self.parameters, shard.prepared, pure=False)
             for shard in shards
         ]
         return _PendingMinibatch(self, shards, len(rows), reads)
@@ -401,7 +410,7 @@ class ClusterRows:
         for shard in shards:
             shard.prepared = self.client.submit(
                 _prepared_shard,
-                self._template,
+                self.parameters,
                 self.blocks[shard.block],
                 shard.rows,
                 pure=False,
@@ -492,16 +501,18 @@ class ClusterRows:
 
 
 def map_row_blocks(model, method, X, n_columns=None, dtype=np.float64):
-    """``model.method`` on each row block of the Dask array ``X``.
+    """``model.method`` on each row block of the Dask collection ``X``.
 
-    Returns a Dask array of the blocks' results, one row per sample, with
-    ``n_columns`` columns (None for a vector).
+    For a Dask array, a Dask array of the blocks' results, one row per
+    sample, with ``n_columns`` columns (None for a vector); for a bag, a bag
+    of each partition's result.
     """
     import dask
     import dask.array as da
 
     if not isinstance(X, da.Array):
-        raise TypeError(f"Expected a Dask array of row blocks, got {type(X).__name__}.")
+        row_block_tasks(X)  # the type check
+        return X.map_partitions(_partition_method, dask.delayed(model), method)
     X = X.rechunk({1: -1})
     shared = dask.delayed(model)
     if n_columns is None:
@@ -525,6 +536,17 @@ def map_row_blocks(model, method, X, n_columns=None, dtype=np.float64):
 
 def _call_method(block, model, method):
     return getattr(model, method)(block)
+
+
+def _partition_method(matrices, model, method):
+    return [getattr(model, method)(_stacked(matrices))]
+
+
+def delayed_call(function, *arguments):
+    """``function(*arguments)`` as a Dask Delayed object."""
+    import dask
+
+    return dask.delayed(function)(*arguments)
 
 
 def sum_row_blocks(model, method, X):

@@ -21,6 +21,7 @@ from sklearn.base import (
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, check_non_negative, validate_data
 
+from .. import _cluster
 from .._mechanisms import SparseStatistic
 from .._online import OnlineUpdateMixin
 from .._threads import map_rows, sum_rows, thread_pool
@@ -303,10 +304,18 @@ class _OnlineLDA(
                 _CompactDocuments.from_csr(X), collapsed=collapsed
             )
 
-    def _bound(self, X):
-        """The ELBO of the documents X and the topics, by the mean-field step."""
-        local = self._infer(X, collapsed=False)
-        return self._document_bound(local) + self._topic_bound()
+    def _documents_bound(self, X):
+        """The documents' terms of the ELBO of X, by the mean-field step."""
+        return self._document_bound(self._infer(X, collapsed=False))
+
+    def _checked_documents_bound(self, X):
+        """``_documents_bound`` of X validated: what a row block adds to the
+        ELBO of a Dask collection."""
+        return self._documents_bound(self._check_fitted_documents(X))
+
+    def _checked_word_count(self, X):
+        """The number of words of X validated, as a float."""
+        return float(self._check_fitted_documents(X).sum())
 
     def _evaluation_score(self, X):
         """``scoring(self, X)``, or the per-word bound of the documents'
@@ -362,6 +371,11 @@ class _OnlineLDA(
             The mean of q(theta_d), gamma_d / sum_k gamma_dk. A document with
             no words gets the prior's mean, 1 / n_components.
         """
+        if _cluster.is_dask_collection(X):
+            check_is_fitted(self)
+            return _cluster.map_row_blocks(
+                self, "transform", X, self.n_components, self._natural.dtype
+            )
         X = self._check_fitted_documents(X)
         doc_topic = self._infer(X).doc_topic
         return doc_topic / doc_topic.sum(axis=1, keepdims=True)
@@ -379,9 +393,15 @@ class _OnlineLDA(
         Returns
         -------
         score : float
-            The ELBO of the documents and the topics; higher is better.
+            The ELBO of the documents and the topics; higher is better. For
+            a Dask collection, a Dask Delayed object that computes it.
         """
-        return float(self._bound(self._check_fitted_documents(X)))
+        if _cluster.is_dask_collection(X):
+            check_is_fitted(self)
+            documents = _cluster.sum_row_blocks(self, "_checked_documents_bound", X)
+            return documents + self._topic_bound()
+        X = self._check_fitted_documents(X)
+        return float(self._documents_bound(X) + self._topic_bound())
 
     def perplexity(self, X):
         """Perplexity, exp(-ELBO / number of words), as in scikit-learn.
@@ -394,21 +414,23 @@ class _OnlineLDA(
         Returns
         -------
         perplexity : float
-            Lower is better.
+            Lower is better. For a Dask collection, a Dask Delayed object
+            that computes it.
 
         Raises
         ------
         ValueError
             If X holds no words, where the perplexity is undefined.
         """
-        X = self._check_fitted_documents(X)
-        n_words = X.sum()
-        if n_words <= 0:
-            raise ValueError(
-                "The perplexity is a mean over words, and X holds no words: "
-                "every document is empty."
+        if _cluster.is_dask_collection(X):
+            check_is_fitted(self)
+            return _cluster.delayed_call(
+                _perplexity,
+                self.score(X),
+                _cluster.sum_row_blocks(self, "_checked_word_count", X),
             )
-        return float(np.exp(-self._bound(X) / n_words))
+        X = self._check_fitted_documents(X)
+        return _perplexity(self.score(X), X.sum())
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -416,6 +438,16 @@ class _OnlineLDA(
         tags.input_tags.positive_only = True
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
+
+
+def _perplexity(bound, n_words):
+    """exp(-bound / n_words), for documents that hold words."""
+    if n_words <= 0:
+        raise ValueError(
+            "The perplexity is a mean over words, and X holds no words: "
+            "every document is empty."
+        )
+    return float(np.exp(-bound / n_words))
 
 
 def top_words(estimator, feature_names, n_words=10):

@@ -8,6 +8,7 @@ from sklearn.utils import check_random_state, check_scalar
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from .. import _cluster
 from .._mechanisms import (
     FILTER_CONSTRAINTS,
     SCHEDULE_CONSTRAINTS,
@@ -317,7 +318,11 @@ degrees_of_freedom_prior_, covariance_prior_
         Returns
         -------
         log_prob : ndarray of shape (n_samples,)
+            A Dask array for a Dask collection.
         """
+        if _cluster.is_dask_collection(X):
+            check_is_fitted(self)
+            return _cluster.map_row_blocks(self, "score_samples", X)
         return self._log_responsibilities(self._check_data(X))[0]
 
     def score(self, X, y=None):
@@ -333,8 +338,19 @@ degrees_of_freedom_prior_, covariance_prior_
         Returns
         -------
         log_likelihood : float
+            For a Dask collection, a Dask Delayed object that computes it.
         """
+        if _cluster.is_dask_collection(X):
+            check_is_fitted(self)
+            total = _cluster.sum_row_blocks(self, "_score_total", X)
+            return total[0] / total[1]
         return float(self.score_samples(X).mean())
+
+    def _score_total(self, X):
+        """The sum of ``score_samples`` over X, and the number of samples:
+        what a row block adds to the score of a Dask collection."""
+        log_prob = self.score_samples(X)
+        return np.array([log_prob.sum(), len(log_prob)])
 
     def predict_proba(self, X):
         """Responsibilities of the components for each sample.
@@ -347,7 +363,13 @@ degrees_of_freedom_prior_, covariance_prior_
         Returns
         -------
         resp : ndarray of shape (n_samples, n_components)
+            A Dask array for a Dask collection.
         """
+        if _cluster.is_dask_collection(X):
+            check_is_fitted(self)
+            return _cluster.map_row_blocks(
+                self, "predict_proba", X, self.n_components, self._natural.dtype
+            )
         return np.exp(self._log_responsibilities(self._check_data(X))[1])
 
     def transform(self, X):

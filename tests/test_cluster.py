@@ -1,0 +1,325 @@
+"""The local step on a Dask cluster: the same model as on one machine.
+
+Every test runs on a LocalCluster of two worker processes with one thread
+each, started here.
+"""
+
+import copy
+import logging
+import os
+import signal
+import subprocess
+import sys
+import tracemalloc
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.model_selection import GridSearchCV
+
+from sklearn_svi import AnnealedLDA, FilteredLDA, SmoothedLDA, SVIGaussianMixture
+from sklearn_svi._datasets import make_lda_corpus
+
+da = pytest.importorskip("dask.array")
+db = pytest.importorskip("dask.bag")
+dask = pytest.importorskip("dask")
+distributed = pytest.importorskip("distributed")
+joblib = pytest.importorskip("joblib")
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    )
+    with distributed.Client(cluster) as client:
+        yield client
+    cluster.close()
+
+
+@pytest.fixture(scope="module")
+def documents():
+    return make_lda_corpus(
+        n_documents=1500, n_features=400, n_topics=5, random_state=0
+    )[0]
+
+
+@pytest.fixture(scope="module")
+def samples():
+    rng = np.random.RandomState(0)
+    centers = np.array([[0.0, 0.0], [6.0, 0.0], [0.0, 6.0]])
+    return np.vstack([rng.randn(600, 2) + center for center in centers])
+
+
+LDA_CASES = [
+    (SmoothedLDA, dict(L=3)),
+    (AnnealedLDA, dict(M=16)),
+    (FilteredLDA, dict(learning_rate="student-t")),
+    (SmoothedLDA, dict(L=1, doc_topic_prior="auto", local_step="cvb0")),
+]
+
+
+def lda(estimator, settings, **more):
+    return estimator(
+        n_components=5, batch_size=128, max_iter=2, random_state=0, **settings, **more
+    )
+
+
+def row_blocks(X, rows_per_block):
+    return da.from_array(X, chunks=(rows_per_block, X.shape[1]), asarray=False)
+
+
+def run_python(code):
+    """Run ``code`` in a new Python process, without this one's client."""
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False
+    )
+
+
+def test_dask_is_not_imported_by_the_package():
+    """The package runs on its four dependencies: Dask only when used."""
+    result = run_python(
+        "import sys, scipy.sparse as sp, sklearn_svi\n"
+        "X = sp.random(60, 20, density=0.3, format='csr', random_state=0)\n"
+        "sklearn_svi.SmoothedLDA(n_components=2, max_iter=1).fit(X)\n"
+        "print(sorted({'dask', 'distributed'} & set(sys.modules)))"
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+def test_a_dask_collection_without_a_client_is_a_clear_error():
+    result = run_python(
+        "import dask.array as da, numpy as np, sklearn_svi\n"
+        "X = da.from_array(np.ones((40, 5)), chunks=(10, 5))\n"
+        "sklearn_svi.SmoothedLDA(n_components=2).fit(X)"
+    )
+    assert result.returncode == 1
+    assert "ValueError: A Dask collection is fitted on a Dask cluster, and there " in (
+        result.stderr
+    )
+
+
+@pytest.mark.parametrize("estimator, settings", LDA_CASES)
+def test_lda_on_a_dask_array_equals_the_fit_on_one_machine(
+    client, documents, estimator, settings
+):
+    """The same minibatches, starts and updates: the shards' statistics
+    differ from one machine's only by the grouping of their sums."""
+    alone = lda(estimator, settings).fit(documents)
+    on_cluster = lda(estimator, settings).fit(row_blocks(documents, 400))
+    assert on_cluster.n_batch_iter_ == alone.n_batch_iter_
+    assert on_cluster.n_features_in_ == alone.n_features_in_
+    assert_allclose(on_cluster.components_, alone.components_, rtol=1e-9)
+    assert_allclose(on_cluster.doc_topic_prior_, alone.doc_topic_prior_, rtol=1e-9)
+    assert_allclose(
+        on_cluster.step_size_history_["step_size"],
+        alone.step_size_history_["step_size"],
+        rtol=1e-9,
+    )
+
+
+def test_one_shard_per_minibatch_is_bit_for_bit(client, documents):
+    """With the data in one block, each minibatch is one shard, computed by
+    the same code as on one machine: the fits are identical."""
+    settings = dict(L=3)
+    alone = lda(SmoothedLDA, settings).fit(documents)
+    on_cluster = lda(SmoothedLDA, settings).fit(row_blocks(documents, 1500))
+    assert_array_equal(on_cluster.components_, alone.components_)
+
+
+def test_float32_documents_stay_float32(client, documents):
+    X = documents.astype(np.float32)
+    alone = lda(SmoothedLDA, {}).fit(X)
+    on_cluster = lda(SmoothedLDA, {}).fit(row_blocks(X, 400))
+    assert on_cluster.components_.dtype == np.float32
+    assert_allclose(on_cluster.components_, alone.components_, rtol=1e-4)
+
+
+def test_partial_fit_on_a_dask_bag_equals_partial_fit_in_memory(client, documents):
+    bag = db.from_sequence([documents[i : i + 300] for i in range(0, 1500, 300)])
+    alone = lda(SmoothedLDA, {}, total_samples=1500).partial_fit(documents)
+    on_cluster = lda(SmoothedLDA, {}, total_samples=1500).partial_fit(bag)
+    assert on_cluster.n_batch_iter_ == alone.n_batch_iter_ == 12
+    assert_allclose(on_cluster.components_, alone.components_, rtol=1e-9)
+
+
+def test_joblib_dask_backend_sends_the_local_steps_to_the_cluster(
+    client, documents, samples
+):
+    """An ordinary fit inside the backend: the data is scattered and every
+    update's statistic is computed on the workers."""
+    alone = lda(SmoothedLDA, {}).fit(documents)
+    mixture_alone = SVIGaussianMixture(n_components=3, random_state=0).fit(samples)
+    with distributed.get_task_stream(client) as tasks:
+        with joblib.parallel_backend("dask"):
+            on_cluster = lda(SmoothedLDA, {}).fit(documents)
+            mixture = SVIGaussianMixture(n_components=3, random_state=0).fit(samples)
+    names = [task["key"] for task in tasks.data]
+    n_statistics = sum("_shard_statistic" in str(name) for name in names)
+    assert n_statistics >= alone.n_batch_iter_ + mixture.n_batch_iter_
+    assert_allclose(on_cluster.components_, alone.components_, rtol=1e-9)
+    assert_allclose(mixture.means_, mixture_alone.means_, rtol=1e-9)
+    assert_allclose(mixture.covariances_, mixture_alone.covariances_, rtol=1e-9)
+    assert mixture.lower_bounds_ == pytest.approx(mixture_alone.lower_bounds_)
+
+
+def test_mixture_continues_on_a_dask_array_as_on_one_machine(client, samples):
+    started = SVIGaussianMixture(
+        n_components=3, batch_size=100, random_state=0, total_samples=1800
+    ).partial_fit(samples[::6])
+    alone = copy.deepcopy(started).partial_fit(samples)
+    on_cluster = copy.deepcopy(started).partial_fit(
+        da.from_array(samples, chunks=(500, 2))
+    )
+    assert on_cluster.n_batch_iter_ == alone.n_batch_iter_
+    assert_allclose(on_cluster.means_, alone.means_, rtol=1e-9)
+    assert_allclose(on_cluster.precisions_cholesky_, alone.precisions_cholesky_)
+
+
+def test_mixture_fit_on_a_sorted_dask_array_finds_the_clusters(client, samples):
+    """The start is drawn from rows spread over all blocks, so a collection
+    sorted by cluster still starts from every cluster."""
+    model = SVIGaussianMixture(n_components=3, random_state=0, max_iter=20)
+    model.fit(da.from_array(samples, chunks=(600, 2)))
+    found = np.sort(np.round(model.means_).astype(int), axis=0)
+    assert_array_equal(found, [[0, 0], [0, 0], [6, 6]])
+    assert model.score(samples) > -4.5
+
+
+def test_methods_on_dask_collections_give_dask_results(client, documents, samples):
+    model = lda(SmoothedLDA, {}).fit(documents)
+    blocks = row_blocks(documents, 400)
+    proportions = model.transform(blocks)
+    assert isinstance(proportions, da.Array)
+    assert_allclose(proportions.compute(), model.transform(documents))
+    assert_allclose(model.score(blocks).compute(), model.score(documents), rtol=1e-12)
+    assert_allclose(
+        model.perplexity(blocks).compute(), model.perplexity(documents), rtol=1e-12
+    )
+    mixture = SVIGaussianMixture(n_components=3, random_state=0).fit(samples)
+    sample_blocks = da.from_array(samples, chunks=(700, 2))
+    assert_allclose(mixture.score(sample_blocks).compute(), mixture.score(samples))
+    assert_array_equal(
+        mixture.predict(sample_blocks).compute(), mixture.predict(samples)
+    )
+    assert_allclose(
+        mixture.transform(sample_blocks).compute(), mixture.transform(samples)
+    )
+
+
+def test_bad_rows_in_a_block_are_refused_and_the_model_is_unchanged(client, documents):
+    model = lda(SmoothedLDA, {}).fit(documents)
+    before = model.components_.copy()
+    bad = documents.copy()
+    bad[1000, 3] = -1
+    with pytest.raises(ValueError, match="row block 2 of X.*Negative"):
+        model.partial_fit(row_blocks(bad, 400))
+    assert_array_equal(model.components_, before)
+
+
+class WorkerKillingLDA(SmoothedLDA):
+    """SmoothedLDA whose local step kills its worker process once, in the
+    update ``kill_at``, when the file ``marker`` does not exist yet."""
+
+    def __init__(
+        self, marker="", kill_at=0, n_components=5, batch_size=128, random_state=0
+    ):
+        super().__init__(
+            n_components=n_components,
+            batch_size=batch_size,
+            max_iter=2,
+            random_state=random_state,
+            L=3,
+        )
+        self.marker = marker
+        self.kill_at = kill_at
+
+    def _local_statistic(self, documents, sample_weight=None, draw=0, n_batch=None):
+        if draw == self.kill_at and not os.path.exists(self.marker):
+            open(self.marker, "w").close()
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super()._local_statistic(documents, sample_weight, draw, n_batch)
+
+
+def test_a_killed_worker_costs_a_retry_of_its_shard_and_nothing_is_counted_twice(
+    client, documents, tmp_path
+):
+    blocks = row_blocks(documents, 400)
+    reference = WorkerKillingLDA().fit(blocks)
+    marker = tmp_path / "killed"
+    survived = WorkerKillingLDA(marker=str(marker), kill_at=5).fit(blocks)
+    assert marker.exists()
+    assert survived.n_batch_iter_ == reference.n_batch_iter_
+    assert survived.n_samples_seen_ == reference.n_samples_seen_
+    assert_array_equal(survived.components_, reference.components_)
+    client.wait_for_workers(2, timeout=60)
+
+
+def test_the_data_stays_on_the_workers(client):
+    """Blocks made on the workers are fitted without coming to the client:
+    the client's memory never holds half a block's worth of data, although
+    it runs the scheduler of the LocalCluster too."""
+    n_blocks, rows, words, density = 4, 2000, 30000, 0.1
+
+    def block(seed):
+        rng = np.random.RandomState(seed)
+        X = sp.random(rows, words, density=density, format="csr", random_state=rng)
+        X.data = np.ceil(X.data * 5)
+        return X
+
+    blocks = da.concatenate(
+        [
+            da.from_delayed(
+                dask.delayed(block)(seed),
+                shape=(rows, words),
+                dtype=np.float64,
+                meta=sp.csr_matrix((0, words)),
+            )
+            for seed in range(n_blocks)
+        ]
+    )
+    # Values and column indices of the stored entries.
+    block_bytes = rows * words * density * (8 + 4)
+    model = SmoothedLDA(
+        n_components=2, batch_size=2000, max_doc_update_iter=3, total_samples=8000
+    )
+    updates = []
+    handler = logging.Handler()
+    handler.emit = lambda record: updates.append(record.args)
+    logger = logging.getLogger("sklearn_svi.cluster")
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    tracemalloc.start()
+    try:
+        model.partial_fit(blocks)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+        logger.removeHandler(handler)
+        logger.setLevel(logging.NOTSET)
+    assert model.n_batch_iter_ == len(updates) == 4
+    assert peak < block_bytes / 2, (peak, block_bytes)
+    received = sum(arguments[3] for arguments in updates)
+    assert received < n_blocks * block_bytes / 10
+
+
+def test_grid_search_with_the_dask_backend_runs_its_candidates_there(client, documents):
+    search = GridSearchCV(
+        SmoothedLDA(n_components=5, max_iter=1, random_state=0),
+        {"L": [1, 3]},
+        cv=2,
+        error_score="raise",
+    )
+    alone = copy.deepcopy(search).fit(documents)
+    with distributed.get_task_stream(client) as tasks:
+        with joblib.parallel_backend("dask"):
+            search.fit(documents)
+    candidate_tasks = [task for task in tasks.data if "batch" in str(task["key"])]
+    assert len(candidate_tasks) >= 1
+    assert_allclose(
+        search.cv_results_["mean_test_score"],
+        alone.cv_results_["mean_test_score"],
+        rtol=1e-9,
+    )
