@@ -30,12 +30,17 @@ joblib = pytest.importorskip("joblib")
 
 @pytest.fixture(scope="module")
 def client():
+    # Starting workers sets variables such as OMP_NUM_THREADS=1 in this
+    # process's environment too; they are put back afterwards.
+    environment = dict(os.environ)
     cluster = distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
     )
     with distributed.Client(cluster) as client:
         yield client
     cluster.close()
+    os.environ.clear()
+    os.environ.update(environment)
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +58,7 @@ def samples():
 
 
 LDA_CASES = [
-    (SmoothedLDA, dict(L=3)),
+    (SmoothedLDA, dict(L=3, evaluate_every=4)),
     (AnnealedLDA, dict(M=16)),
     (FilteredLDA, dict(learning_rate="student-t")),
     (SmoothedLDA, dict(L=1, doc_topic_prior="auto", local_step="cvb0")),
@@ -116,6 +121,11 @@ def test_lda_on_a_dask_array_equals_the_fit_on_one_machine(
     assert_allclose(
         on_cluster.step_size_history_["step_size"],
         alone.step_size_history_["step_size"],
+        rtol=1e-9,
+    )
+    assert_allclose(
+        on_cluster.evaluation_history_["score"],
+        alone.evaluation_history_["score"],
         rtol=1e-9,
     )
 
