@@ -31,7 +31,6 @@ collection or joblib's Dask backend is in use.
 import logging
 import pickle
 import sys
-import time
 from dataclasses import dataclass
 
 import joblib
@@ -239,18 +238,27 @@ class _ShardedMinibatch:
 
 
 class _PendingMinibatch:
-    """A minibatch whose shards are being prepared on the workers."""
+    """A minibatch whose shards are being prepared on the workers.
 
-    def __init__(self, data, shards, size, reads):
-        self._data = data
-        self._minibatch = _ShardedMinibatch(shards, size)
-        self._reads = reads
+    The rows of lambda that its shards read come back with the statistics
+    of the update before it (:meth:`ClusterRows.statistic`), or when its
+    ``result()`` is asked for first.
+    """
+
+    def __init__(self, client, shards, size):
+        self.client = client
+        self.minibatch = _ShardedMinibatch(shards, size)
+        self.reads = None
+
+    def take(self, rows_read):
+        for shard, rows in zip(self.minibatch.shards, rows_read):
+            shard.rows_read = rows
+        self.reads = None
 
     def result(self):
-        rows_read = self._data.client.gather(self._reads)
-        for shard, rows in zip(self._minibatch.shards, rows_read):
-            shard.rows_read = rows
-        return self._minibatch
+        if self.reads is not None:
+            self.take(self.client.gather(self.reads))
+        return self.minibatch
 
 
 def _added_statistics(statistics):
@@ -302,6 +310,8 @@ class ClusterRows:
         self.X = X
         # What preparing a shard needs: the model's parameters.
         self.parameters = _parameters_of(model)
+        # Minibatches whose preparation was submitted.
+        self._pending = []
 
     @classmethod
     def from_data(cls, model, X, reset, dtype):
@@ -389,13 +399,10 @@ class ClusterRows:
     def minibatch(self, rows):
         """Start cutting and preparing the minibatch of the rows ``rows``
         where its samples are; the result's ``result()`` gives it."""
-        shards = self._shards(rows)
-        self._prepare(shards)
-        reads = [
-            self.client.submit(_rows_read, self.parameters, shard.prepared, pure=False)
-            for shard in shards
-        ]
-        return _PendingMinibatch(self, shards, len(rows), reads)
+        pending = _PendingMinibatch(self.client, self._shards(rows), len(rows))
+        self._prepare_pending(pending)
+        self._pending.append(pending)
+        return pending
 
     def _shards(self, rows):
         """The minibatch of the rows ``rows`` cut by the blocks, in their order."""
@@ -407,6 +414,7 @@ class ClusterRows:
         ]
 
     def _prepare(self, shards):
+        """Submit the preparation of the shards."""
         for shard in shards:
             shard.prepared = self.client.submit(
                 _prepared_shard,
@@ -416,22 +424,29 @@ class ClusterRows:
                 pure=False,
             )
 
+    def _prepare_pending(self, pending):
+        """Submit the preparation of a minibatch's shards and the look-up of
+        the rows of lambda they read."""
+        self._prepare(pending.minibatch.shards)
+        pending.reads = [
+            self.client.submit(_rows_read, self.parameters, shard.prepared, pure=False)
+            for shard in pending.minibatch.shards
+        ]
+
     def statistic(self, minibatch, sample_weight=None, draw=0):
         """The minibatch statistic at the model's present state: the shards'
         statistics, computed on the workers and added in the blocks' order."""
-        started = time.perf_counter()
         payloads = [
             pickle.dumps(self.model._local_copy(shard.rows_read), protocol=5)
             for shard in minibatch.shards
         ]
         statistics = self._run_shards(minibatch, payloads, sample_weight, draw)
         logger.debug(
-            "update %d: %d shards, %d bytes sent, %d bytes received, %.4f s",
+            "update %d: %d shards, %d bytes sent, %d bytes received",
             draw,
             len(statistics),
             sum(len(payload) for payload in payloads),
             sum(statistic.nbytes for statistic in statistics),
-            time.perf_counter() - started,
         )
         return _added_statistics(statistics)
 
@@ -450,11 +465,16 @@ class ClusterRows:
                     draw,
                     minibatch.size,
                     pure=False,
+                    priority=1,
                 )
                 for shard, payload in zip(minibatch.shards, payloads)
             ]
+            # The next minibatch's rows come back with this one's statistics,
+            # in the same round trip.
+            upcoming = [pending for pending in self._pending if pending.reads]
+            reads = [future for pending in upcoming for future in pending.reads]
             try:
-                return self.client.gather(futures)
+                results = self.client.gather(futures + reads)
             except (KilledWorker, CancelledError, OSError):
                 if attempt == MAX_ATTEMPTS:
                     raise
@@ -463,6 +483,14 @@ class ClusterRows:
                 )
                 self._restore_blocks()
                 self._prepare(minibatch.shards)
+                for pending in upcoming:
+                    self._prepare_pending(pending)
+                continue
+            rows_read = iter(results[len(futures) :])
+            for pending in upcoming:
+                pending.take([next(rows_read) for _ in pending.reads])
+            self._pending = []
+            return results[: len(futures)]
 
     def _restore_blocks(self):
         """Scatter again the blocks of the client's data that were lost."""

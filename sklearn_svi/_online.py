@@ -16,6 +16,8 @@ show the user.
 """
 
 import copy
+import logging
+import time
 import warnings
 from abc import ABCMeta, abstractmethod
 from numbers import Integral, Real
@@ -31,6 +33,9 @@ from ._threads import map_rows, prefetch, sum_rows, thread_pool
 from ._transaction import spare_like, transaction
 from ._update_fast import form_target, step_toward_target
 from ._validation import LISTED_ROWS, listed_rows
+
+# Each update's local step is timed at the DEBUG level.
+logger = logging.getLogger("sklearn_svi")
 
 # Most step sizes kept in ``step_size_history_``.
 STEP_SIZE_RECORD_CAPACITY = 10_000
@@ -359,7 +364,14 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
         weights = None
         if self._annealing is not None:
             weights = self._annealing(minibatch.size, step, self.random_state_)
+        started = time.perf_counter()
         statistic = data.statistic(minibatch, weights, draw=step)
+        logger.debug(
+            "update %d: local step of %d samples in %.6f s",
+            step,
+            minibatch.size,
+            time.perf_counter() - started,
+        )
         self._window.push(statistic)
         self.n_batch_iter_ = step
         self.n_samples_seen_ += minibatch.size

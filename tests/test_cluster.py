@@ -333,3 +333,20 @@ def test_grid_search_with_the_dask_backend_runs_its_candidates_there(client, doc
         alone.cv_results_["mean_test_score"],
         rtol=1e-9,
     )
+
+
+def test_a_killed_worker_with_scattered_blocks_costs_a_retry_of_the_update(
+    client, documents, tmp_path, caplog
+):
+    """Inside the joblib backend the client scatters the blocks, which die
+    with their worker: it sends them again and repeats the update."""
+    marker = tmp_path / "killed"
+    with joblib.parallel_backend("dask"):
+        reference = WorkerKillingLDA().fit(documents)
+        with caplog.at_level(logging.WARNING, logger="sklearn_svi.cluster"):
+            survived = WorkerKillingLDA(marker=str(marker), kill_at=5).fit(documents)
+    assert marker.exists()
+    assert "update 5: a worker was lost; sending its shards again" in caplog.text
+    assert survived.n_batch_iter_ == reference.n_batch_iter_
+    assert_array_equal(survived.components_, reference.components_)
+    client.wait_for_workers(2, timeout=60)
