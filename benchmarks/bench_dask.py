@@ -1,16 +1,17 @@
 """One machine against a Dask LocalCluster of 1 and 2 worker processes.
 
 The same SmoothedLDA fit (one pass, the same seed and minibatches) runs
-three ways on a large corpus: in this process with ``n_jobs`` threads, and
-on a LocalCluster of 1 and of 2 worker processes with one thread each,
-from a Dask array whose row blocks (one per worker) were persisted on the
-workers beforehand. For each way and minibatch size it prints the seconds
-of the pass, the mean time of an update's local step (as the update sees
-it: for the cluster, shipping the shards' parameters, the workers' local
-steps and the statistics' way back), the bytes sent to and received from
-the workers per update, the ratio of the pass's time to that of one
-machine with one thread, and the largest difference of the components
-from that fit's, relative to their largest value.
+four ways on a large corpus, for each number of topics K and minibatch
+size: in this process with 1 and with 2 threads, and on a LocalCluster of
+1 and of 2 worker processes with one thread each, from a Dask array whose
+row blocks (one per worker) were persisted on the workers beforehand. For
+each it prints the seconds of the pass; the mean time of an update's local
+step as the update sees it (for the cluster: shipping the shards'
+parameters, the workers' local steps and the statistics' way back); the
+bytes sent to and received from the workers per update; the ratio of the
+pass's time to that of one machine with one thread; and the largest
+difference of the components from that fit's, relative to their largest
+value.
 
 Run ``python benchmarks/bench_dask.py FILE --column summary`` on a
 tab-separated file of texts (or one text per line without ``--column``).
@@ -30,7 +31,7 @@ from corpus import corpus_name, load_corpus
 from tables import report, simple_table
 
 RESULTS_DIRECTORY = Path(__file__).resolve().parent / "results"
-N_COMPONENTS = 20
+N_COMPONENTS = (20, 100)
 BATCH_SIZES = (1024, 16384)
 
 
@@ -52,7 +53,7 @@ class UpdateLog(logging.Handler):
             self.received.append(int(match.group(2)))
 
 
-def timed_fit(X, batch_size, n_jobs=None):
+def timed_fit(X, n_components, batch_size, n_jobs=None):
     """Fit one pass; the seconds, the model and the update log."""
     log = UpdateLog()
     logger = logging.getLogger("sklearn_svi")
@@ -61,7 +62,7 @@ def timed_fit(X, batch_size, n_jobs=None):
     try:
         started = time.perf_counter()
         model = SmoothedLDA(
-            n_components=N_COMPONENTS,
+            n_components=n_components,
             batch_size=batch_size,
             max_iter=1,
             random_state=0,
@@ -84,6 +85,7 @@ def row(way, seconds, model, log, reference):
     )
     return [
         way,
+        f"{model.n_components}",
         f"{model.batch_size:,}",
         f"{model.n_batch_iter_:,}",
         f"{seconds:.2f}",
@@ -100,21 +102,27 @@ def main():
     parser.add_argument("--column", help="the column of texts of a .tsv file")
     parser.add_argument("--n-features", type=int, default=10_000)
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=BATCH_SIZES)
+    parser.add_argument("--n-components", type=int, nargs="+", default=N_COMPONENTS)
     arguments = parser.parse_args()
 
     import dask.array as da
     from distributed import Client, LocalCluster
 
     X = load_corpus(arguments.corpus, arguments.column, arguments.n_features)
+    cases = [
+        (n_components, batch_size)
+        for n_components in arguments.n_components
+        for batch_size in arguments.batch_sizes
+    ]
     rows = []
     references = {}
-    for batch_size in arguments.batch_sizes:
+    for case in cases:
         for n_jobs in (1, 2):
-            seconds, model, log = timed_fit(X, batch_size, n_jobs)
+            seconds, model, log = timed_fit(X, *case, n_jobs)
             if n_jobs == 1:
-                references[batch_size] = (seconds, model)
+                references[case] = (seconds, model)
             way = f"one machine, {n_jobs} thread{'s' * (n_jobs > 1)}"
-            rows.append(row(way, seconds, model, log, references[batch_size]))
+            rows.append(row(way, seconds, model, log, references[case]))
             print(rows[-1])
     for n_workers in (1, 2):
         cluster = LocalCluster(
@@ -125,18 +133,18 @@ def main():
             blocks = da.from_array(X, chunks=(rows_per_block, X.shape[1]))
             blocks = client.persist(blocks)
             client.wait_for_workers(n_workers)
-            for batch_size in arguments.batch_sizes:
-                seconds, model, log = timed_fit(blocks, batch_size)
+            for case in cases:
+                seconds, model, log = timed_fit(blocks, *case)
                 way = f"LocalCluster, {n_workers} worker{'s' * (n_workers > 1)}"
-                rows.append(row(way, seconds, model, log, references[batch_size]))
+                rows.append(row(way, seconds, model, log, references[case]))
                 print(rows[-1])
         cluster.close()
 
-    rows.sort(key=lambda cells: int(cells[1].replace(",", "")))
+    rows.sort(key=lambda cells: (int(cells[1]), int(cells[2].replace(",", ""))))
     settings = (
         f"{corpus_name(arguments.corpus)}: {X.shape[0]:,} documents, "
-        f"{X.shape[1]:,} words, {X.nnz:,} stored counts; SmoothedLDA(K="
-        f"{N_COMPONENTS}, L=1), one pass of fit, random_state=0, on a machine "
+        f"{X.shape[1]:,} words, {X.nnz:,} stored counts; SmoothedLDA(L=1), "
+        "one pass of fit, random_state=0, on a machine "
         "with 2 cores. Local step: the mean per update as the update sees it. "
         "Bytes: per update, to the workers (the model cut to the shards' "
         "words) and back (the shards' statistics). Time ratio: against one "
@@ -146,6 +154,7 @@ def main():
     table = simple_table(
         [
             "Way",
+            "K",
             "Batch",
             "Updates",
             "Seconds",

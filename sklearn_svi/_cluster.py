@@ -45,6 +45,9 @@ logger = logging.getLogger("sklearn_svi.cluster")
 # How many times one update's shards are sent again after a worker was lost.
 MAX_ATTEMPTS = 3
 
+# Payloads of at least this size go straight to their worker (``_sent``).
+DIRECT_PAYLOAD_BYTES = 2**20
+
 # Minibatches' worth of rows from which a model of a Dask collection starts.
 INITIAL_SAMPLE_BATCHES = 3
 
@@ -312,6 +315,8 @@ class ClusterRows:
         self.parameters = _parameters_of(model)
         # Minibatches whose preparation was submitted.
         self._pending = []
+        # The workers that hold each block, by the block's key.
+        self._homes = None
 
     @classmethod
     def from_data(cls, model, X, reset, dtype):
@@ -397,8 +402,11 @@ class ClusterRows:
         self.model.__dict__.update(initialized.__dict__)
 
     def minibatch(self, rows):
-        """Start cutting and preparing the minibatch of the rows ``rows``
-        where its samples are; the result's ``result()`` gives it."""
+        """Start cutting and preparing the minibatch of the rows ``rows`` (an
+        array or a slice) where its samples are; the result's ``result()``
+        gives it."""
+        if isinstance(rows, slice):
+            rows = np.arange(rows.start, rows.stop)
         pending = _PendingMinibatch(self.client, self._shards(rows), len(rows))
         self._prepare_pending(pending)
         self._pending.append(pending)
@@ -456,31 +464,36 @@ class ClusterRows:
         from distributed import CancelledError, KilledWorker
 
         for attempt in range(1, MAX_ATTEMPTS + 1):
-            futures = [
-                self.client.submit(
-                    _shard_statistic,
-                    payload,
-                    shard.prepared,
-                    None if sample_weight is None else sample_weight[shard.positions],
-                    draw,
-                    minibatch.size,
-                    pure=False,
-                    priority=1,
-                )
-                for shard, payload in zip(minibatch.shards, payloads)
-            ]
             # The next minibatch's rows come back with this one's statistics,
             # in the same round trip.
             upcoming = [pending for pending in self._pending if pending.reads]
             reads = [future for pending in upcoming for future in pending.reads]
             try:
-                results = self.client.gather(futures + reads)
+                futures = [
+                    self.client.submit(
+                        _shard_statistic,
+                        payload,
+                        shard.prepared,
+                        None
+                        if sample_weight is None
+                        else sample_weight[shard.positions],
+                        draw,
+                        minibatch.size,
+                        pure=False,
+                        priority=1,
+                    )
+                    for shard, payload in zip(
+                        minibatch.shards, self._sent(minibatch.shards, payloads)
+                    )
+                ]
+                results = self.client.gather(futures + reads, direct=True)
             except (KilledWorker, CancelledError, OSError):
                 if attempt == MAX_ATTEMPTS:
                     raise
                 logger.warning(
                     "update %d: a worker was lost; sending its shards again", draw
                 )
+                self._homes = None
                 self._restore_blocks()
                 self._prepare(minibatch.shards)
                 for pending in upcoming:
@@ -491,6 +504,27 @@ class ClusterRows:
                 pending.take([next(rows_read) for _ in pending.reads])
             self._pending = []
             return results[: len(futures)]
+
+    def _sent(self, shards, payloads):
+        """The payloads as task arguments, the large ones scattered first.
+
+        A small payload travels inside its task, through the scheduler; one
+        of at least ``DIRECT_PAYLOAD_BYTES`` is sent straight to the worker
+        that holds the shard's block, which costs a round trip of its own
+        but not the scheduler's copy.
+        """
+        sent = []
+        for shard, payload in zip(shards, payloads):
+            if len(payload) < DIRECT_PAYLOAD_BYTES:
+                sent.append(payload)
+                continue
+            if self._homes is None:
+                self._homes = self.client.who_has(self.blocks)
+            home = list(self._homes.get(self.blocks[shard.block].key, ())) or None
+            sent.append(
+                self.client.scatter(payload, direct=True, hash=False, workers=home)
+            )
+        return sent
 
     def _restore_blocks(self):
         """Scatter again the blocks of the client's data that were lost."""

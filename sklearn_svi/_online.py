@@ -110,8 +110,9 @@ class InMemoryRows:
         self.model._initialize_online(self.X, n_total, mechanisms)
 
     def minibatch(self, rows):
-        """Start slicing and preparing the rows ``rows`` on a helper thread;
-        the result's ``result()`` gives the minibatch."""
+        """Start slicing and preparing the rows ``rows`` (an array or a
+        slice) on a helper thread; the result's ``result()`` gives the
+        minibatch."""
         return prefetch(self._minibatch, rows)
 
     def _minibatch(self, rows):
@@ -514,26 +515,32 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
         start_step_size = (
             self.n_batch_iter_ == 0 and self._step_size.monte_carlo_batches > 0
         )
-        batches = [
-            np.arange(batch.start, batch.stop) if order is None else order[batch]
-            for batch in gen_batches(data.n_samples, self.batch_size)
-        ]
+        spans = gen_batches(data.n_samples, self.batch_size)
+
+        def rows_of(span):
+            return span if order is None else order[span]
+
         # Each minibatch is sliced and prepared while the one before it is
         # processed.
-        upcoming = data.minibatch(batches[0])
-        for index in range(len(batches)):
+        span = next(spans)
+        upcoming = data.minibatch(rows_of(span))
+        first = True
+        while span is not None:
             minibatch = upcoming.result()
-            if index + 1 < len(batches):
-                upcoming = data.minibatch(batches[index + 1])
+            following = next(spans, None)
+            if following is not None:
+                upcoming = data.minibatch(rows_of(following))
             try:
                 with self._transaction():
-                    if index == 0 and start_step_size:
+                    if first and start_step_size:
                         self._start_step_size(data, n_total)
                     self._online_step(data, minibatch, n_total, X_val)
             except (ValueError, FloatingPointError) as error:
+                samples = np.arange(data.n_samples)[rows_of(span)]
                 raise self._refused_update(
-                    error, data.least_likely_samples(minibatch), batches[index]
+                    error, data.least_likely_samples(minibatch), samples
                 ) from error
+            span, first = following, False
         with self._transaction():
             self.n_iter_ += 1
             self._after_pass()
