@@ -19,7 +19,9 @@ from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.model_selection import GridSearchCV
 
 from sklearn_svi import AnnealedLDA, FilteredLDA, SmoothedLDA, SVIGaussianMixture
+from sklearn_svi._cluster import ClusterRows
 from sklearn_svi._datasets import make_lda_corpus
+from sklearn_svi._online import InMemoryRows
 
 da = pytest.importorskip("dask.array")
 db = pytest.importorskip("dask.bag")
@@ -33,12 +35,15 @@ def client():
     # Starting workers sets variables such as OMP_NUM_THREADS=1 in this
     # process's environment too; they are put back afterwards.
     environment = dict(os.environ)
-    cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-    )
-    with distributed.Client(cluster) as client:
-        yield client
-    cluster.close()
+    # Without work stealing a block stays on the worker it was sent to, so
+    # that killing that worker loses it.
+    with dask.config.set({"distributed.scheduler.work-stealing": False}):
+        cluster = distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        )
+        with distributed.Client(cluster) as client:
+            yield client
+        cluster.close()
     os.environ.clear()
     os.environ.update(environment)
 
@@ -335,18 +340,30 @@ def test_grid_search_with_the_dask_backend_runs_its_candidates_there(client, doc
     )
 
 
-def test_a_killed_worker_with_scattered_blocks_costs_a_retry_of_the_update(
-    client, documents, tmp_path, caplog
+def kill_this_process():
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_blocks_scattered_by_the_client_are_sent_again_when_lost(
+    client, documents, caplog
 ):
     """Inside the joblib backend the client scatters the blocks, which die
-    with their worker: it sends them again and repeats the update."""
-    marker = tmp_path / "killed"
+    with their worker: the update sends them again and gets the statistic
+    it would have got."""
+    model = lda(SmoothedLDA, {})
     with joblib.parallel_backend("dask"):
-        reference = WorkerKillingLDA().fit(documents)
+        data = ClusterRows.from_data(model, documents, reset=True, dtype=None)
+    with data:
+        data.initialize(documents.shape[0], model._checked_mechanisms())
+        expected = InMemoryRows(model, data.X)
+        rows = np.arange(0, 1500, 10)
+        wanted = expected.statistic(expected.minibatch(rows).result(), draw=1)
+        minibatch = data.minibatch(rows).result()
+        holder = list(client.who_has(data.blocks[0])[data.blocks[0].key])
+        client.run(kill_this_process, workers=holder, on_error="ignore")
         with caplog.at_level(logging.WARNING, logger="sklearn_svi.cluster"):
-            survived = WorkerKillingLDA(marker=str(marker), kill_at=5).fit(documents)
-    assert marker.exists()
-    assert "update 5: a worker was lost; sending its shards again" in caplog.text
-    assert survived.n_batch_iter_ == reference.n_batch_iter_
-    assert_array_equal(survived.components_, reference.components_)
+            statistic = data.statistic(minibatch, draw=1)
+    assert "update 1: a worker was lost; sending its shards again" in caplog.text
+    assert_array_equal(statistic.rows, wanted.rows)
+    assert_allclose(statistic.block, wanted.block, rtol=1e-12)
     client.wait_for_workers(2, timeout=60)
