@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 
 from sklearn_svi import SmoothedLDA
 
@@ -75,25 +76,146 @@ def timed_fit(X, n_components, batch_size, n_jobs=None):
     return seconds, model, log
 
 
-def row(way, seconds, model, log, reference):
+def blocks_on_workers(client, X, n_blocks):
+    """X in ``n_blocks`` row blocks sent to the workers, as a Dask array."""
+    import dask.array as da
+
+    bounds = np.linspace(0, X.shape[0], n_blocks + 1).astype(int)
+    parts = [X[start:stop] for start, stop in zip(bounds[:-1], bounds[1:])]
+    return da.concatenate(
+        [
+            da.from_delayed(
+                future, shape=part.shape, dtype=X.dtype, meta=sp.csr_matrix((0, 0))
+            )
+            for future, part in zip(client.scatter(parts, hash=False), parts)
+        ]
+    )
+
+
+def measured(way, n_workers, seconds, model, log, reference):
+    """The numbers of one fit, against the one-thread fit ``reference``."""
     reference_seconds, reference_model = reference
     difference = np.max(np.abs(model.components_ - reference_model.components_))
-    bytes_per_update = (
-        (f"{np.mean(log.sent):,.0f}", f"{np.mean(log.received):,.0f}")
-        if log.sent
-        else ("0", "0")
+    return dict(
+        way=way,
+        n_workers=n_workers,
+        n_components=model.n_components,
+        batch_size=model.batch_size,
+        updates=model.n_batch_iter_,
+        seconds=seconds,
+        local_step=np.mean(log.local_step_seconds),
+        sent=np.mean(log.sent) if log.sent else 0.0,
+        received=np.mean(log.received) if log.received else 0.0,
+        ratio=seconds / reference_seconds,
+        difference=difference / np.max(np.abs(reference_model.components_)),
     )
+
+
+def measurement_row(fit, predicted=None):
     return [
-        way,
-        f"{model.n_components}",
-        f"{model.batch_size:,}",
-        f"{model.n_batch_iter_:,}",
-        f"{seconds:.2f}",
-        f"{1000 * np.mean(log.local_step_seconds):.1f}",
-        *bytes_per_update,
-        f"{seconds / reference_seconds:.2f}",
-        f"{difference / np.max(np.abs(reference_model.components_)):.1e}",
+        fit["way"],
+        f"{fit['n_components']}",
+        f"{fit['batch_size']:,}",
+        f"{fit['updates']:,}",
+        f"{fit['seconds']:.2f}",
+        f"{1000 * fit['local_step']:.1f}",
+        "" if predicted is None else f"{1000 * predicted:.1f}",
+        f"{fit['sent']:,.0f}",
+        f"{fit['received']:,.0f}",
+        f"{fit['ratio']:.2f}",
+        f"{fit['difference']:.1e}",
     ]
+
+
+def _echo(payload):
+    return payload
+
+
+def round_trip_costs(client, megabytes=8, repeats=30):
+    """The round trip L of a task and the time beta per MB moved, measured.
+
+    L is the median time of a task with no data; beta that of a task that
+    takes ``megabytes`` straight to a worker and brings them back, less L,
+    per megabyte moved (twice ``megabytes``).
+    """
+
+    def median_seconds(payload):
+        times = []
+        for _ in range(repeats):
+            started = time.perf_counter()
+            if payload:
+                sent = client.scatter(payload, direct=True, hash=False)
+                client.gather(client.submit(_echo, sent, pure=False), direct=True)
+            else:
+                client.submit(_echo, payload, pure=False).result()
+            times.append(time.perf_counter() - started)
+        return float(np.median(times))
+
+    latency = median_seconds(b"")
+    moved = median_seconds(bytes(int(megabytes * 1e6)))
+    return latency, (moved - latency) / (2 * megabytes)
+
+
+def per_document_costs(fits):
+    """One thread's local step per document, for each K (one machine, the
+    largest minibatch)."""
+    return {
+        fit["n_components"]: fit["local_step"] / fit["batch_size"]
+        for fit in sorted(fits, key=lambda fit: fit["batch_size"])
+        if fit["way"] == "one machine, 1 thread"
+    }
+
+
+def predicted_local_step(fit, t_doc, latency, beta):
+    """T(W) of the cost model for a measured cluster fit."""
+    return (
+        t_doc[fit["n_components"]] * fit["batch_size"] / fit["n_workers"]
+        + latency
+        + beta * (fit["sent"] + fit["received"]) / 1e6
+    )
+
+
+def extrapolation_rows(fits, t_doc, latency, beta, n_features, shard_size=16384):
+    """The model's seconds per update and hours per epoch of 10^9 documents
+    for W workers, each with a shard of ``shard_size`` documents, at the
+    largest K measured: as the client moves the bytes now (every shard's
+    rows to and from it), and were the statistics added on the workers in a
+    tree (the client then moves one sum over the vocabulary each way, in
+    log2(W) rounds)."""
+    n_components = max(t_doc)
+    shard = next(
+        fit
+        for fit in fits
+        if fit["n_workers"] == 1
+        and fit["n_components"] == n_components
+        and fit["batch_size"] == shard_size
+    )
+    shard_megabytes = (shard["sent"] + shard["received"]) / 1e6
+    # The sum of the statistics over all shards covers at most every word.
+    vocabulary_megabytes = 2 * 8 * (n_components + 1) * n_features / 1e6
+    rows = []
+    for n_workers in (1, 2, 10, 100):
+        local = t_doc[n_components] * shard_size
+        direct = local + latency + beta * n_workers * shard_megabytes
+        rounds = max(1, int(np.ceil(np.log2(n_workers))))
+        tree = (
+            local
+            + rounds * latency
+            + beta * (rounds * shard_megabytes + vocabulary_megabytes)
+        )
+        documents = n_workers * shard_size
+        rows.append(
+            [
+                f"{n_workers}",
+                f"{documents:,}",
+                f"{n_workers * shard_megabytes:,.0f}",
+                f"{direct:.2f}",
+                f"{1e9 / documents * direct / 3600:.2f}",
+                f"{tree:.2f}",
+                f"{1e9 / documents * tree / 3600:.2f}",
+            ]
+        )
+    return n_components, rows
 
 
 def main():
@@ -105,7 +227,6 @@ def main():
     parser.add_argument("--n-components", type=int, nargs="+", default=N_COMPONENTS)
     arguments = parser.parse_args()
 
-    import dask.array as da
     from distributed import Client, LocalCluster
 
     X = load_corpus(arguments.corpus, arguments.column, arguments.n_features)
@@ -114,7 +235,7 @@ def main():
         for n_components in arguments.n_components
         for batch_size in arguments.batch_sizes
     ]
-    rows = []
+    fits = []
     references = {}
     for case in cases:
         for n_jobs in (1, 2):
@@ -122,34 +243,48 @@ def main():
             if n_jobs == 1:
                 references[case] = (seconds, model)
             way = f"one machine, {n_jobs} thread{'s' * (n_jobs > 1)}"
-            rows.append(row(way, seconds, model, log, references[case]))
-            print(rows[-1])
+            fits.append(measured(way, 0, seconds, model, log, references[case]))
+            print(measurement_row(fits[-1]))
     for n_workers in (1, 2):
         cluster = LocalCluster(
             n_workers=n_workers, threads_per_worker=1, dashboard_address=None
         )
         with Client(cluster) as client:
-            rows_per_block = -(-X.shape[0] // n_workers)
-            blocks = da.from_array(X, chunks=(rows_per_block, X.shape[1]))
-            blocks = client.persist(blocks)
             client.wait_for_workers(n_workers)
+            if n_workers == 1:
+                latency, beta = round_trip_costs(client)
+            blocks = blocks_on_workers(client, X, n_workers)
             for case in cases:
                 seconds, model, log = timed_fit(blocks, *case)
                 way = f"LocalCluster, {n_workers} worker{'s' * (n_workers > 1)}"
-                rows.append(row(way, seconds, model, log, references[case]))
-                print(rows[-1])
+                fits.append(
+                    measured(way, n_workers, seconds, model, log, references[case])
+                )
+                print(measurement_row(fits[-1]))
         cluster.close()
 
-    rows.sort(key=lambda cells: (int(cells[1]), int(cells[2].replace(",", ""))))
+    fits.sort(key=lambda fit: (fit["n_components"], fit["batch_size"]))
+    t_doc = per_document_costs(fits)
+    rows = [
+        measurement_row(
+            fit,
+            predicted_local_step(fit, t_doc, latency, beta)
+            if fit["n_workers"]
+            else None,
+        )
+        for fit in fits
+    ]
+    name = corpus_name(arguments.corpus)
     settings = (
-        f"{corpus_name(arguments.corpus)}: {X.shape[0]:,} documents, "
+        f"{name}: {X.shape[0]:,} documents, "
         f"{X.shape[1]:,} words, {X.nnz:,} stored counts; SmoothedLDA(L=1), "
         "one pass of fit, random_state=0, on a machine "
         "with 2 cores. Local step: the mean per update as the update sees it. "
         "Bytes: per update, to the workers (the model cut to the shards' "
         "words) and back (the shards' statistics). Time ratio: against one "
         "machine with one thread. Difference: the largest of the components "
-        "against that fit's, relative to their largest value."
+        "against that fit's, relative to their largest value. Model: the "
+        "local step that the cost model below predicts."
     )
     table = simple_table(
         [
@@ -159,6 +294,7 @@ def main():
             "Updates",
             "Seconds",
             "Local step ms",
+            "Model ms",
             "Bytes sent",
             "Bytes received",
             "Time ratio",
@@ -166,10 +302,38 @@ def main():
         ],
         rows,
     )
+    report(RESULTS_DIRECTORY / f"dask_{name}.rst", settings, table)
+
+    n_components, rows = extrapolation_rows(fits, t_doc, latency, beta, X.shape[1])
+    model_settings = (
+        "Cost model of an update's local step on W workers: T(W) = t_doc B / W "
+        "+ L + beta (MB sent + MB received); t_doc is one thread's local step "
+        "per document (one machine, the largest minibatch), L the median round "
+        "trip of an empty task and beta the time per MB of a task that takes "
+        "8 MB to a worker and back, both measured on the one-worker cluster: "
+        "t_doc = "
+        + ", ".join(f"{1e6 * t:.1f} us (K={k})" for k, t in sorted(t_doc.items()))
+        + f", L = {1000 * latency:.0f} ms and beta = {1000 * beta:.1f} ms per MB. "
+        f"Extrapolated for K={n_components}, each of W workers with a shard of "
+        f"16,384 {name} documents, to an epoch of 10^9 documents: as the "
+        "client moves the bytes now (every shard's rows to and from it), and "
+        "were the shards' statistics added on the workers in a tree (log2 W "
+        "rounds, the client moving one sum over the vocabulary each way)."
+    )
+    model_table = simple_table(
+        [
+            "Workers W",
+            "Batch",
+            "Client MB per update",
+            "s per update",
+            "Hours per 10^9 docs",
+            "Tree: s per update",
+            "Tree: hours",
+        ],
+        rows,
+    )
     report(
-        RESULTS_DIRECTORY / f"dask_{corpus_name(arguments.corpus)}.rst",
-        settings,
-        table,
+        RESULTS_DIRECTORY / f"dask_cost_model_{name}.rst", model_settings, model_table
     )
 
 

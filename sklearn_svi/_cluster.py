@@ -365,12 +365,6 @@ class ClusterRows:
         offsets = np.concatenate([[0], np.cumsum(n_rows)]).astype(np.intp)
         return cls(model, client, blocks, offsets, dtypes[0])
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exception):
-        return False
-
     @property
     def n_samples(self):
         return int(self.offsets[-1])

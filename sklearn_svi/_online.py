@@ -91,12 +91,6 @@ class InMemoryRows:
         self.model = model
         self.X = X
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exception):
-        return False
-
     @property
     def n_samples(self):
         return self.X.shape[0]
@@ -611,7 +605,7 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
         X_val = self._check_evaluation_data(X_val, data.dtype)
         n_samples = data.n_samples
         converged = False
-        with thread_pool(self.n_jobs), data:
+        with thread_pool(self.n_jobs):
             if not warm:
                 with self._transaction():
                     data.initialize(n_samples, mechanisms)
@@ -662,7 +656,7 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
             X, reset=first_call, dtype=None if first_call else self._natural.dtype
         )
         X_val = self._check_evaluation_data(X_val, data.dtype)
-        with thread_pool(self.n_jobs), data:
+        with thread_pool(self.n_jobs):
             if first_call:
                 with self._transaction():
                     data.initialize(self.total_samples, mechanisms)

@@ -353,16 +353,15 @@ def test_blocks_scattered_by_the_client_are_sent_again_when_lost(
     model = lda(SmoothedLDA, {})
     with joblib.parallel_backend("dask"):
         data = ClusterRows.from_data(model, documents, reset=True, dtype=None)
-    with data:
-        data.initialize(documents.shape[0], model._checked_mechanisms())
-        expected = InMemoryRows(model, data.X)
-        rows = np.arange(0, 1500, 10)
-        wanted = expected.statistic(expected.minibatch(rows).result(), draw=1)
-        minibatch = data.minibatch(rows).result()
-        holder = list(client.who_has(data.blocks[0])[data.blocks[0].key])
-        client.run(kill_this_process, workers=holder, on_error="ignore")
-        with caplog.at_level(logging.WARNING, logger="sklearn_svi.cluster"):
-            statistic = data.statistic(minibatch, draw=1)
+    data.initialize(documents.shape[0], model._checked_mechanisms())
+    expected = InMemoryRows(model, data.X)
+    rows = np.arange(0, 1500, 10)
+    wanted = expected.statistic(expected.minibatch(rows).result(), draw=1)
+    minibatch = data.minibatch(rows).result()
+    holder = list(client.who_has(data.blocks[0])[data.blocks[0].key])
+    client.run(kill_this_process, workers=holder, on_error="ignore")
+    with caplog.at_level(logging.WARNING, logger="sklearn_svi.cluster"):
+        statistic = data.statistic(minibatch, draw=1)
     assert "update 1: a worker was lost; sending its shards again" in caplog.text
     assert_array_equal(statistic.rows, wanted.rows)
     assert_allclose(statistic.block, wanted.block, rtol=1e-12)
