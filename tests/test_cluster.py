@@ -227,8 +227,9 @@ def test_methods_on_dask_collections_give_dask_results(client, documents, sample
 def test_bad_rows_in_a_block_are_refused_and_the_model_is_unchanged(client, documents):
     model = lda(SmoothedLDA, {}).fit(documents)
     before = model.components_.copy()
-    bad = documents.copy()
+    bad = documents.tolil()
     bad[1000, 3] = -1
+    bad = bad.tocsr()
     with pytest.raises(ValueError, match="row block 2 of X.*Negative"):
         model.partial_fit(row_blocks(bad, 400))
     assert_array_equal(model.components_, before)
