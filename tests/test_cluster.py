@@ -18,7 +18,13 @@ import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.model_selection import GridSearchCV
 
-from sklearn_svi import AnnealedLDA, FilteredLDA, SmoothedLDA, SVIGaussianMixture
+from sklearn_svi import (
+    AnnealedLDA,
+    FilteredLDA,
+    SmoothedLDA,
+    SVIGaussianMixture,
+    SVIMatrixFactorization,
+)
 from sklearn_svi._cluster import ClusterRows
 from sklearn_svi._datasets import make_lda_corpus
 from sklearn_svi._online import InMemoryRows
@@ -178,6 +184,19 @@ def test_joblib_dask_backend_sends_the_local_steps_to_the_cluster(
     assert_allclose(mixture.means_, mixture_alone.means_, rtol=1e-9)
     assert_allclose(mixture.covariances_, mixture_alone.covariances_, rtol=1e-9)
     assert mixture.lower_bounds_ == pytest.approx(mixture_alone.lower_bounds_)
+
+
+def test_matrix_factorization_inside_the_joblib_backend_equals_one_machine(client):
+    rng = np.random.RandomState(0)
+    users, items = rng.randn(600, 3), rng.randn(80, 3)
+    observed = rng.rand(600, 80) < 0.2
+    ratings = sp.csr_matrix(np.where(observed, users @ items.T + 3, 0))
+    settings = dict(n_components=3, batch_size=64, max_iter=2, random_state=0)
+    alone = SVIMatrixFactorization(**settings).fit(ratings)
+    with joblib.parallel_backend("dask"):
+        on_cluster = SVIMatrixFactorization(**settings).fit(ratings)
+    assert on_cluster.n_batch_iter_ == alone.n_batch_iter_
+    assert_allclose(on_cluster.components_, alone.components_, rtol=1e-9)
 
 
 def test_mixture_continues_on_a_dask_array_as_on_one_machine(client, samples):
