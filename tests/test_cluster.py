@@ -26,7 +26,7 @@ from sklearn_svi import (
     SVIMatrixFactorization,
 )
 from sklearn_svi._cluster import ClusterRows
-from sklearn_svi._datasets import make_lda_corpus
+from sklearn_svi._datasets import load_python_docstrings, make_lda_corpus
 from sklearn_svi._online import InMemoryRows
 
 da = pytest.importorskip("dask.array")
@@ -386,3 +386,29 @@ def test_blocks_scattered_by_the_client_are_sent_again_when_lost(
     assert_array_equal(statistic.rows, wanted.rows)
     assert_allclose(statistic.block, wanted.block, rtol=1e-12)
     client.wait_for_workers(2, timeout=60)
+
+
+def hashed_counts(lines):
+    """The word counts of lines of text, hashed into 2**12 columns."""
+    from sklearn.feature_extraction.text import HashingVectorizer
+
+    hasher = HashingVectorizer(n_features=2**12, alternate_sign=False, norm=None)
+    return hasher.transform(list(lines))
+
+
+def test_texts_read_and_counted_by_the_workers_are_fitted_there(client, tmp_path):
+    """Files of texts, read by the workers and hashed into counts there, are
+    fitted as the same counts in memory would be."""
+    texts, _ = load_python_docstrings()
+    texts = [" ".join(text.split()) for text in texts[:2000] if text.strip()]
+    for part in range(4):
+        (tmp_path / f"part{part}.txt").write_text("\n".join(texts[part::4]) + "\n")
+    bag = db.read_text(str(tmp_path / "part*.txt")).map_partitions(
+        lambda lines: [hashed_counts(lines)]
+    )
+    in_order = [text for part in range(4) for text in texts[part::4]]
+    settings = dict(n_components=5, batch_size=200, max_iter=2, random_state=0)
+    alone = SmoothedLDA(**settings).fit(hashed_counts(in_order))
+    on_cluster = SmoothedLDA(**settings).fit(bag)
+    assert on_cluster.n_features_in_ == 2**12
+    assert_allclose(on_cluster.components_, alone.components_, rtol=1e-9)
