@@ -38,7 +38,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._mechanisms import SparseStatistic
-from ._threads import thread_pool
 
 logger = logging.getLogger("sklearn_svi.cluster")
 
@@ -143,13 +142,9 @@ def _stacked(matrices):
 
 
 # -- the tasks that run on the workers -------------------------------------------
-
-
-def _worker_threads():
-    """The number of threads of the worker this task runs on."""
-    from distributed import get_worker
-
-    return get_worker().state.nthreads
+#
+# Each runs on one thread of its worker, as Dask's tasks do: a worker with
+# several threads runs several shards at once.
 
 
 def _validated_block(model, block, index, reset, dtype):
@@ -173,8 +168,7 @@ def _assembled(positions, shards):
 def _initialized(model, n_total, mechanisms, positions, *shards):
     """The model initialised from the samples of the shards
     (``_initialize_online``)."""
-    with thread_pool(_worker_threads()):
-        model._initialize_online(_assembled(positions, shards), n_total, mechanisms)
+    model._initialize_online(_assembled(positions, shards), n_total, mechanisms)
     return model
 
 
@@ -191,17 +185,16 @@ def _rows_read(model, shard):
 
 def _shard_statistic(payload, shard, sample_weight, draw, n_batch):
     """A shard's part of the minibatch statistic, at the model in ``payload``."""
-    model = pickle.loads(payload)
-    with thread_pool(_worker_threads()):
-        return model._local_statistic(shard[1], sample_weight, draw, n_batch)
+    return pickle.loads(payload)._local_statistic(
+        shard[1], sample_weight, draw, n_batch
+    )
 
 
 def _minibatch_call(payload, method, positions, *shards):
     """``model.method(X_batch)`` for the minibatch that the shards make up,
     its samples in their order in the minibatch."""
     model = pickle.loads(payload)
-    with thread_pool(_worker_threads()):
-        return getattr(model, method)(_assembled(positions, shards))
+    return getattr(model, method)(_assembled(positions, shards))
 
 
 # -- the client's side ---------------------------------------------------------------
