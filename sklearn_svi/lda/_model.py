@@ -362,14 +362,17 @@ class _OnlineLDA(
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Document-word counts.
+        X : {array-like, sparse matrix, Dask array or bag} of shape \
+                (n_samples, n_features)
+            Document-word counts. The row blocks of a Dask collection are
+            processed where they are (see :ref:`cluster`).
 
         Returns
         -------
         doc_topic_distr : ndarray of shape (n_samples, n_components)
             The mean of q(theta_d), gamma_d / sum_k gamma_dk. A document with
-            no words gets the prior's mean, 1 / n_components.
+            no words gets the prior's mean, 1 / n_components. A Dask array
+            for a Dask array, and a bag of each partition's rows for a bag.
         """
         if _cluster.is_dask_collection(X):
             check_is_fitted(self)
@@ -385,8 +388,10 @@ class _OnlineLDA(
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Document-word counts.
+        X : {array-like, sparse matrix, Dask array or bag} of shape \
+                (n_samples, n_features)
+            Document-word counts. The row blocks of a Dask collection are
+            processed where they are (see :ref:`cluster`).
         y : Ignored
             Not used, present for API consistency by convention.
 
@@ -408,8 +413,10 @@ class _OnlineLDA(
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Document-word counts.
+        X : {array-like, sparse matrix, Dask array or bag} of shape \
+                (n_samples, n_features)
+            Document-word counts. The row blocks of a Dask collection are
+            processed where they are (see :ref:`cluster`).
 
         Returns
         -------

@@ -312,13 +312,14 @@ degrees_of_freedom_prior_, covariance_prior_
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            The samples.
+        X : {array-like, Dask array} of shape (n_samples, n_features)
+            The samples. The row blocks of a Dask array are processed where
+            they are (see :ref:`cluster`).
 
         Returns
         -------
         log_prob : ndarray of shape (n_samples,)
-            A Dask array for a Dask collection.
+            A Dask array for a Dask array.
         """
         if _cluster.is_dask_collection(X):
             check_is_fitted(self)
@@ -330,8 +331,9 @@ degrees_of_freedom_prior_, covariance_prior_
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            The samples.
+        X : {array-like, Dask array} of shape (n_samples, n_features)
+            The samples. The row blocks of a Dask array are processed where
+            they are (see :ref:`cluster`).
         y : Ignored
             Not used, present for API consistency by convention.
 
@@ -357,13 +359,14 @@ degrees_of_freedom_prior_, covariance_prior_
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            The samples.
+        X : {array-like, Dask array} of shape (n_samples, n_features)
+            The samples. The row blocks of a Dask array are processed where
+            they are (see :ref:`cluster`).
 
         Returns
         -------
         resp : ndarray of shape (n_samples, n_components)
-            A Dask array for a Dask collection.
+            A Dask array for a Dask array.
         """
         if _cluster.is_dask_collection(X):
             check_is_fitted(self)
@@ -383,14 +386,15 @@ degrees_of_freedom_prior_, covariance_prior_
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            The samples.
+        X : {array-like, Dask array} of shape (n_samples, n_features)
+            The samples. The row blocks of a Dask array are processed where
+            they are (see :ref:`cluster`).
 
         Returns
         -------
         resp : ndarray of shape (n_samples, n_components)
             Column k is named ``svigaussianmixture{k}`` by
-            ``get_feature_names_out``.
+            ``get_feature_names_out``. A Dask array for a Dask array.
         """
         return self.predict_proba(X)
 
@@ -408,12 +412,14 @@ degrees_of_freedom_prior_, covariance_prior_
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            The samples.
+        X : {array-like, Dask array} of shape (n_samples, n_features)
+            The samples. The row blocks of a Dask array are processed where
+            they are (see :ref:`cluster`).
 
         Returns
         -------
         labels : ndarray of shape (n_samples,)
+            A Dask array for a Dask array.
         """
         return self.predict_proba(X).argmax(axis=1)
 
