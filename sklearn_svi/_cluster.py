@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import joblib
 import numpy as np
 import scipy.sparse as sp
+from sklearn.base import clone
 
 from ._mechanisms import SparseStatistic
 
@@ -85,8 +86,8 @@ def active_client():
     return None if _on_worker() else client
 
 
-def _client_for(X):
-    """The Dask client for ``X``: joblib's, or the default one."""
+def _client():
+    """The Dask client: joblib's, or the default one."""
     client = active_client()
     if client is not None:
         return client
@@ -100,11 +101,6 @@ def _client_for(X):
             "client: start one first, for instance with "
             "distributed.Client(LocalCluster())."
         ) from None
-
-
-def _parameters_of(model):
-    """A new model with the parameters of ``model``, and nothing fitted."""
-    return type(model)(**model.get_params(deep=False))
 
 
 def _float_type(dtype):
@@ -264,11 +260,13 @@ def _added_statistics(statistics):
     rows = np.unique(np.concatenate([statistic.rows for statistic in statistics]))
     first = statistics[0]
     block = np.zeros((len(rows), first.block.shape[1]), dtype=first.block.dtype)
-    sample_mean = first.sample_mean
     for statistic in statistics:
         block[np.searchsorted(rows, statistic.rows)] += statistic.block
-        if statistic is not first and sample_mean is not None:
-            sample_mean = sample_mean + statistic.sample_mean
+    sample_mean = None
+    if first.sample_mean is not None:
+        sample_mean = first.sample_mean.copy()
+        for statistic in statistics[1:]:
+            sample_mean += statistic.sample_mean
     return SparseStatistic(rows, block, sample_mean)
 
 
@@ -305,7 +303,7 @@ class ClusterRows:
         self.dtype = dtype
         self.X = X
         # What preparing a shard needs: the model's parameters.
-        self.parameters = _parameters_of(model)
+        self.parameters = clone(model)
         # Minibatches whose preparation was submitted.
         self._pending = []
         # The workers that hold each block, by the block's key.
@@ -320,7 +318,7 @@ class ClusterRows:
         validated on the client and scattered in one block per worker
         thread.
         """
-        client = _client_for(X)
+        client = _client()
         if not is_dask_collection(X):
             X = model._check_training_data(X, reset=reset, dtype=dtype)
             n_blocks = max(1, sum(client.nthreads().values()))
@@ -336,7 +334,7 @@ class ClusterRows:
             dtype = _float_type(X.dtype)
         # The model's parameters travel inside the tasks, so that Dask can
         # compute a block again from its graph when a worker is lost.
-        checker = _parameters_of(model)
+        checker = clone(model)
         if not reset:
             checker.n_features_in_ = model.n_features_in_
         raw = client.compute(tasks)
