@@ -132,6 +132,11 @@ def row_block_tasks(X):
 
 def _stacked(matrices):
     """The rows of a list of matrices, one under the other."""
+    if not matrices:
+        raise ValueError(
+            "A partition of the Dask bag holds no matrix; every partition "
+            "must hold at least one matrix of rows."
+        )
     if any(sp.issparse(matrix) for matrix in matrices):
         return sp.vstack(matrices, format="csr")
     return np.vstack(matrices)

@@ -412,3 +412,10 @@ def test_texts_read_and_counted_by_the_workers_are_fitted_there(client, tmp_path
     on_cluster = SmoothedLDA(**settings).fit(bag)
     assert on_cluster.n_features_in_ == 2**12
     assert_allclose(on_cluster.components_, alone.components_, rtol=1e-9)
+
+
+def test_an_empty_partition_of_a_bag_is_a_clear_error(client, documents):
+    bag = db.from_sequence([documents[:400], documents[400:]], npartitions=2)
+    empty = bag.filter(lambda block: block.shape[0] > 400)
+    with pytest.raises(ValueError, match="partition of the Dask bag holds no matrix"):
+        lda(SmoothedLDA, {}).fit(empty)
