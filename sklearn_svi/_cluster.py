@@ -103,11 +103,6 @@ def _client():
         ) from None
 
 
-def _float_type(dtype):
-    """The models' floating point type for data of type ``dtype``."""
-    return np.dtype(np.float32 if dtype == np.float32 else np.float64)
-
-
 def row_block_tasks(X):
     """The row blocks of a Dask array or bag, as a list of Delayed objects.
 
@@ -227,35 +222,29 @@ class _Shard:
 
 
 class _ShardedMinibatch:
-    """A minibatch whose samples stay on the workers, in shards."""
+    """A minibatch whose samples stay on the workers, in shards.
 
-    def __init__(self, shards, size):
-        self.shards = shards
-        self.size = size
-
-
-class _PendingMinibatch:
-    """A minibatch whose shards are being prepared on the workers.
-
-    The rows of lambda that its shards read come back with the statistics
-    of the update before it (:meth:`ClusterRows.statistic`), or when its
-    ``result()`` is asked for first.
+    Its shards are prepared on the workers as soon as it is made. The rows
+    of lambda that they read (``reads``, futures until then) come back with
+    the statistics of the update before it (:meth:`ClusterRows.statistic`),
+    or when ``result()`` is asked for first.
     """
 
     def __init__(self, client, shards, size):
         self.client = client
-        self.minibatch = _ShardedMinibatch(shards, size)
+        self.shards = shards
+        self.size = size
         self.reads = None
 
     def take(self, rows_read):
-        for shard, rows in zip(self.minibatch.shards, rows_read):
+        for shard, rows in zip(self.shards, rows_read):
             shard.rows_read = rows
         self.reads = None
 
     def result(self):
         if self.reads is not None:
             self.take(self.client.gather(self.reads))
-        return self.minibatch
+        return self
 
 
 def _added_statistics(statistics):
@@ -335,8 +324,6 @@ class ClusterRows:
             )
             return cls(model, client, blocks, bounds, X.dtype, X)
         tasks = row_block_tasks(X)
-        if dtype is None and hasattr(X, "dtype"):
-            dtype = _float_type(X.dtype)
         # The model's parameters travel inside the tasks, so that Dask can
         # compute a block again from its graph when a worker is lost.
         checker = clone(model)
@@ -397,7 +384,7 @@ class ClusterRows:
         gives it."""
         if isinstance(rows, slice):
             rows = np.arange(rows.start, rows.stop)
-        pending = _PendingMinibatch(self.client, self._shards(rows), len(rows))
+        pending = _ShardedMinibatch(self.client, self._shards(rows), len(rows))
         self._prepare_pending(pending)
         self._pending.append(pending)
         return pending
@@ -425,10 +412,10 @@ class ClusterRows:
     def _prepare_pending(self, pending):
         """Submit the preparation of a minibatch's shards and the look-up of
         the rows of lambda they read."""
-        self._prepare(pending.minibatch.shards)
+        self._prepare(pending.shards)
         pending.reads = [
             self.client.submit(_rows_read, self.parameters, shard.prepared, pure=False)
-            for shard in pending.minibatch.shards
+            for shard in pending.shards
         ]
 
     def statistic(self, minibatch, sample_weight=None, draw=0):

@@ -8,6 +8,7 @@ q(z_dn) = Categorical(phi_dn). The global parameter lambda is the
 ``components_`` attribute, as in scikit-learn's LatentDirichletAllocation.
 """
 
+from dataclasses import replace
 from numbers import Integral, Real
 
 import numpy as np
@@ -22,7 +23,6 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, check_non_negative, validate_data
 
 from .. import _cluster
-from .._mechanisms import SparseStatistic
 from .._online import OnlineUpdateMixin
 from .._threads import map_rows, sum_rows, thread_pool
 from .._validation import listed_rows, rows_of_entries
@@ -210,9 +210,7 @@ class _OnlineLDA(
         log_theta = _dirichlet_expectation(local.doc_topic.astype(np.float64))
         if sample_weight is not None:
             log_theta *= sample_weight[:, np.newaxis]
-        return SparseStatistic(
-            statistic.rows, statistic.block, log_theta.sum(axis=0) / n_batch
-        )
+        return replace(statistic, sample_mean=log_theta.sum(axis=0) / n_batch)
 
     def _natural_updated(self, row_sums):
         # The topics' totals, which E[log beta] and E[beta] need.
