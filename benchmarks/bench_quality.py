@@ -2,12 +2,15 @@
 
 A user picks a topic-model library by the quality it reaches in the time
 they have. Every library here fits the same training documents with the
-same number of topics and the same priors alpha = eta = 1/K (gensim, and
-our estimators where the label says so, learn both from there, ``"auto"``),
-on one thread, and is stopped at checkpoints:
-the online methods after every quarter of an epoch of the same shuffled
-documents, tomotopy's collapsed Gibbs sampler after 1, 2, 5, 10, 20, ...
-sweeps. Only the training calls are timed (CPU seconds).
+same number of topics and the same priors alpha = eta = 1/K on one thread
+(gensim, and our estimators where the label says so, learn both from there,
+``"auto"``; tomotopy has two rows: alpha fixed, ``optim_interval=0``, and
+its default, which learns alpha every 10 sweeps). Each model is stopped at
+checkpoints fine enough that each budget is scored within a few percent of
+its time: the online methods every 8 updates on the same shuffled
+documents, tomotopy's collapsed Gibbs sampler after each of its first 20
+sweeps and then after every fifth more. Only the training calls are timed
+(CPU seconds).
 
 At each checkpoint the topics are scored by one held-out procedure, the
 same for every library: each topic's word distribution is its normalised
@@ -17,11 +20,15 @@ observed half of its words by the fixed point theta_k proportional to
 alpha + sum_w n_w theta_k beta_kw / sum_j theta_j beta_jw; the score is the
 per-word log probability of the other half, sum_w n_w log sum_k theta_k
 beta_kw (document completion, as in the papers). The held-out documents and
-their halves are those of ``bench_scale.py``.
+their halves are those of ``bench_scale.py``. The same checkpoints are also
+scored with each model's own ``transform`` (tomotopy's: its Gibbs
+inference), which shows how much of a margin comes from the inference at
+evaluation time.
 
-The first table gives each model's score at fixed CPU budgets, from its
-last checkpoint within the budget (mean ± standard deviation over seeds);
-the second, the first seed's curve.
+The tables give each model's score at fixed CPU budgets, from its last
+checkpoint within the budget (mean ± standard deviation over seeds), by
+both procedures, how far before the budget that checkpoint came, and the
+first seed's curve.
 
 Run ``python benchmarks/bench_quality.py NewsArticles --n-components 50
 --batch-size 128``, ``python benchmarks/bench_quality.py healthtweets
@@ -30,7 +37,9 @@ summary`` for a TSV file of texts. Needs gensim and tomotopy
 (``pip install gensim tomotopy``).
 """
 
+import itertools
 import time
+from copy import deepcopy
 from pathlib import Path
 
 import numpy as np
@@ -38,7 +47,7 @@ import scipy.sparse as sp
 from sklearn.decomposition import LatentDirichletAllocation
 from threadpoolctl import threadpool_limits
 
-from sklearn_svi import FilteredLDA, SmoothedLDA
+from sklearn_svi import AnnealedLDA, FilteredLDA, SmoothedLDA
 from sklearn_svi.metrics import log_predictive
 
 from _common import (
@@ -52,8 +61,13 @@ from corpus import BUILT_IN_CORPORA, corpus_name, load_corpus
 from tables import mean_spread, simple_table, write_results
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
-CHECKPOINTS_PER_EPOCH = 4
-GIBBS_SWEEPS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000]
+ONLINE_CHECKPOINT_UPDATES = 8
+GIBBS_EVERY_SWEEP = 20
+GIBBS_ROWS = {
+    "tomotopy collapsed Gibbs, fixed priors": 0,
+    "tomotopy collapsed Gibbs, default (learned alpha)": 10,
+}
+"""tomotopy's rows: the label and its ``optim_interval``."""
 HELD_OUT_ITERATIONS = 200
 
 
@@ -100,55 +114,162 @@ def held_out_log_predictive(topic_word, completion, alpha):
     return log_predictive(PlugInTopics(topic_word, alpha), *completion)
 
 
-def online_checkpoints(model, X_train, seed, max_seconds):
-    """Fit an estimator with ``partial_fit`` on quarters of shuffled epochs.
+class TomotopyLDA:
+    """tomotopy's collapsed Gibbs sampler behind the interface of the others.
 
-    Yields the CPU seconds so far and the topic parameters after each
-    quarter, until ``max_seconds`` are spent.
+    Parameters
+    ----------
+    X_train : scipy.sparse.csr_matrix
+        The training counts; each document becomes its tokens, the word
+        index as the token.
+    n_components : int
+        Number of topics K.
+    seed : int
+        Seed of the sampler.
+    optim_interval : int
+        Sweeps between tomotopy's updates of alpha; 0 keeps alpha = 1/K.
+    """
+
+    def __init__(self, X_train, n_components, seed, optim_interval):
+        import tomotopy
+
+        self.model = tomotopy.LDAModel(
+            k=n_components, alpha=1.0 / n_components, eta=1.0 / n_components,
+            seed=seed,
+        )
+        self.model.optim_interval = optim_interval
+        self.n_features = X_train.shape[1]
+        for tokens in _token_lists(X_train):
+            if tokens:
+                self.model.add_doc(tokens)
+
+    def train(self, n_sweeps):
+        """``n_sweeps`` more sweeps of the sampler, on one thread."""
+        self.model.train(n_sweeps, workers=1)
+
+    @property
+    def components_(self):
+        """Each topic's smoothed word distribution, over all the columns."""
+        topic_word = np.zeros((self.model.k, self.n_features))
+        words = [int(word) for word in self.model.used_vocabs]
+        for k in range(self.model.k):
+            topic_word[k, words] = self.model.get_topic_word_dist(k)
+        return topic_word
+
+    def transform(self, X):
+        """tomotopy's own inference of the documents' proportions.
+
+        Words the training documents never held are left out, as tomotopy
+        does; a document with no known word gets uniform proportions.
+        """
+        known = {str(word) for word in self.model.used_vocabs}
+        theta = np.full((X.shape[0], self.model.k), 1.0 / self.model.k)
+        documents, rows = [], []
+        for d, tokens in enumerate(_token_lists(X)):
+            tokens = [token for token in tokens if token in known]
+            if tokens:
+                documents.append(self.model.make_doc(tokens))
+                rows.append(d)
+        if documents:
+            inferred, _ = self.model.infer(documents, workers=1)
+            theta[rows] = [document.get_topic_dist() for document in inferred]
+        return theta
+
+    def snapshot(self):
+        """A copy of the sampler's state, not timed."""
+        copy = object.__new__(TomotopyLDA)
+        copy.model = type(self.model).loads(self.model.saves(full=False))
+        copy.n_features = self.n_features
+        return copy
+
+
+def _token_lists(X):
+    """Each row of counts as a list of tokens, the word index as text."""
+    X = sp.csr_matrix(X)
+    for d in range(X.shape[0]):
+        begin, end = X.indptr[d], X.indptr[d + 1]
+        counts = np.rint(X.data[begin:end]).astype(np.intp)
+        yield [str(word) for word in np.repeat(X.indices[begin:end], counts)]
+
+
+class OnlineModel:
+    """An online estimator fitted by ``partial_fit`` on parts of shuffled epochs.
+
+    Parameters
+    ----------
+    model : estimator
+        An unfitted model with ``partial_fit``, ``transform`` and
+        ``components_`` (and ``prepare`` if its input needs converting).
+    X_train : scipy.sparse.csr_matrix
+        The training documents.
+    seed : int
+        Seed of the order of the documents in each epoch.
+    part_size : int
+        Documents of each ``partial_fit`` call between two checkpoints.
+    """
+
+    def __init__(self, model, X_train, seed, part_size):
+        self.model = model
+        self._parts = self._shuffled_parts(X_train, seed, part_size)
+
+    def _shuffled_parts(self, X_train, seed, part_size):
+        for epoch in reshuffled(X_train, seed):
+            for begin in range(0, epoch.shape[0], part_size):
+                part = epoch[begin : begin + part_size]
+                yield self.model.prepare(part) if hasattr(self.model, "prepare") else part
+
+    def train(self, n_parts):
+        """``partial_fit`` on the next ``n_parts`` parts."""
+        for _ in range(n_parts):
+            self.model.partial_fit(next(self._parts))
+
+    @property
+    def components_(self):
+        return self.model.components_
+
+    def transform(self, X):
+        return self.model.transform(X)
+
+    def snapshot(self):
+        """A copy of the fitted model, not timed."""
+        copy = object.__new__(OnlineModel)
+        copy.model = deepcopy(self.model)
+        return copy
+
+
+def timed_checkpoints(model, steps, max_seconds):
+    """Train ``model`` by ``model.train(n)`` for each n of ``steps``.
+
+    Yields the CPU seconds of training so far and a snapshot of the model
+    after each step, until ``max_seconds`` are spent.
     """
     seconds = 0.0
-    for epoch in reshuffled(X_train, seed):
-        for part in np.array_split(np.arange(epoch.shape[0]), CHECKPOINTS_PER_EPOCH):
-            chunk = model.prepare(epoch[part]) if hasattr(model, "prepare") else None
-            start = time.process_time()
-            model.partial_fit(epoch[part] if chunk is None else chunk)
-            seconds += time.process_time() - start
-            yield seconds, model.components_
-            if seconds >= max_seconds:
-                return
-
-
-def gibbs_checkpoints(X_train, n_components, seed, max_seconds):
-    """tomotopy's collapsed Gibbs sampler on one thread, stopped after
-    ``GIBBS_SWEEPS`` sweeps until ``max_seconds`` are spent."""
-    import tomotopy
-
-    model = tomotopy.LDAModel(
-        k=n_components, alpha=1.0 / n_components, eta=1.0 / n_components, seed=seed
-    )
-    for d in range(X_train.shape[0]):
-        begin, end = X_train.indptr[d], X_train.indptr[d + 1]
-        counts = X_train.data[begin:end].astype(np.intp)
-        tokens = np.repeat(X_train.indices[begin:end], counts)
-        if tokens.size:
-            model.add_doc([str(word) for word in tokens])
-    seconds, done = 0.0, 0
-    for sweeps in GIBBS_SWEEPS:
+    for n in steps:
         start = time.process_time()
-        model.train(sweeps - done, workers=1)
+        model.train(n)
         seconds += time.process_time() - start
-        done = sweeps
-        topic_word = np.zeros((n_components, X_train.shape[1]))
-        words = [int(word) for word in model.used_vocabs]
-        for k in range(n_components):
-            topic_word[k, words] = model.get_topic_word_dist(k)
-        yield seconds, topic_word
+        yield seconds, model.snapshot()
         if seconds >= max_seconds:
             return
 
 
+def gibbs_sweeps():
+    """Sweeps between the sampler's checkpoints: one at a time for the
+    first ``GIBBS_EVERY_SWEEP``, then about a fifth more each time."""
+    done = 0
+    while True:
+        step = 1 if done < GIBBS_EVERY_SWEEP else max(1, round(done * 0.2))
+        done += step
+        yield step
+
+
 def make_runs(X_train, n_components, batch_size, seed, max_seconds):
-    """The checkpoint generators of the models compared, by label."""
+    """The checkpoint generators of the models compared, by label.
+
+    The online models are checked every ``ONLINE_CHECKPOINT_UPDATES``
+    updates, the sampler after each of its first sweeps and then every
+    fifth more sweeps (:func:`gibbs_sweeps`).
+    """
     common = dict(
         n_components=n_components,
         batch_size=batch_size,
@@ -158,14 +279,13 @@ def make_runs(X_train, n_components, batch_size, seed, max_seconds):
     learned = dict(doc_topic_prior="auto", topic_word_prior="auto")
     online = {
         "SmoothedLDA(L=1), collapsed step (default)": SmoothedLDA(L=1, **common),
+        "SmoothedLDA() default": SmoothedLDA(**common),
+        "FilteredLDA() default": FilteredLDA(**common),
+        "AnnealedLDA() default": AnnealedLDA(**common),
         "SmoothedLDA(L=1), mean-field step": SmoothedLDA(
             L=1, local_step="vb", **common
         ),
         "SmoothedLDA(L=1), learned priors": SmoothedLDA(L=1, **learned, **common),
-        "SmoothedLDA(L=1), mean-field step, learned priors": SmoothedLDA(
-            L=1, local_step="vb", **learned, **common
-        ),
-        "FilteredLDA() default": FilteredLDA(**common),
         "scikit-learn online": LatentDirichletAllocation(
             learning_method="online", **common
         ),
@@ -181,59 +301,109 @@ def make_runs(X_train, n_components, batch_size, seed, max_seconds):
             learned_priors=True,
         ),
     }
+    part_size = ONLINE_CHECKPOINT_UPDATES * batch_size
     runs = {
-        label: online_checkpoints(model, X_train, seed, max_seconds)
+        label: timed_checkpoints(
+            OnlineModel(model, X_train, seed, part_size),
+            itertools.repeat(1),
+            max_seconds,
+        )
         for label, model in online.items()
     }
-    runs["tomotopy collapsed Gibbs"] = gibbs_checkpoints(
-        X_train, n_components, seed, max_seconds
-    )
+    for label, optim_interval in GIBBS_ROWS.items():
+        runs[label] = timed_checkpoints(
+            TomotopyLDA(X_train, n_components, seed, optim_interval),
+            gibbs_sweeps(),
+            max_seconds,
+        )
     return runs
 
 
 def scored_checkpoints(checkpoints, budgets):
     """The checkpoints worth scoring: the last one before each budget and
     before each time of a geometric ladder (0.1 s, 0.15 s, ...), and the
-    last one. Scoring every quarter epoch of a fast model would cost more
-    than its fit."""
+    last one. Scoring every checkpoint of a fast model would cost more than
+    its fit."""
     marks = sorted({*budgets, *(0.1 * 1.5**n for n in range(20))})
     pending = None
-    for seconds, topic_word in checkpoints:
+    for seconds, model in checkpoints:
         if pending is not None and any(pending[0] <= mark < seconds for mark in marks):
             yield pending
-        pending = (seconds, topic_word.copy())
+        pending = (seconds, model)
     yield pending
 
 
-def score_at_budgets(curve, budgets):
-    """The score of the last checkpoint within each budget (None if none)."""
+def score_curve(checkpoints, budgets, completion, alpha):
+    """CPU seconds and the two held-out scores at each scored checkpoint.
+
+    Returns
+    -------
+    curve : list of tuple
+        (seconds, plug-in score, the model's own score): the topics scored
+        by :class:`PlugInTopics`, and by the model's own ``transform``.
+    """
+    curve = []
+    for seconds, model in scored_checkpoints(checkpoints, budgets):
+        with threadpool_limits(limits=1):
+            plug_in = held_out_log_predictive(model.components_, completion, alpha)
+            own = log_predictive(model, *completion)
+        curve.append((seconds, plug_in, own))
+    return curve
+
+
+def score_at_budgets(curve, budgets, column=1):
+    """The score ``column`` of the last checkpoint within each budget (None
+    if none)."""
     return [
         max(
-            ((seconds, score) for seconds, score in curve if seconds <= budget),
-            default=(None, None),
-        )[1]
+            (point for point in curve if point[0] <= budget),
+            default=(None,) * 3,
+        )[column]
         for budget in budgets
     ]
 
 
-def format_budgets(curves, budgets):
-    """Mean ± standard deviation over seeds of the score at each budget."""
+def format_budgets(curves, budgets, column=1):
+    """Mean ± standard deviation over seeds of the score ``column`` at each
+    budget."""
     rows = []
     for label, seeds in curves.items():
         cells = []
-        for column in zip(*(score_at_budgets(curve, budgets) for curve in seeds)):
-            reached = [score for score in column if score is not None]
+        for scores in zip(
+            *(score_at_budgets(curve, budgets, column) for curve in seeds)
+        ):
+            reached = [score for score in scores if score is not None]
             cells.append(
-                mean_spread(reached, 3) if len(reached) == len(column) else "-"
+                mean_spread(reached, 3) if len(reached) == len(scores) else "-"
+            )
+        rows.append([label, *cells])
+    return simple_table(["Model", *(f"{budget:g} s" for budget in budgets)], rows)
+
+
+def format_lateness(curves, budgets):
+    """How far below each budget the last checkpoint within it came, at most
+    over seeds, as a share of the budget."""
+    rows = []
+    for label, seeds in curves.items():
+        cells = []
+        for budget in budgets:
+            times = [
+                max((point[0] for point in curve if point[0] <= budget), default=None)
+                for curve in seeds
+            ]
+            cells.append(
+                "-"
+                if None in times
+                else f"{max(1 - seconds / budget for seconds in times):.0%}"
             )
         rows.append([label, *cells])
     return simple_table(["Model", *(f"{budget:g} s" for budget in budgets)], rows)
 
 
 def format_curves(curves):
-    """The first seed's checkpoints: CPU seconds and score."""
+    """The first seed's checkpoints: CPU seconds and plug-in score."""
     rows = [
-        [label, "  ".join(f"{seconds:.1f}s:{score:.3f}" for seconds, score in seeds[0])]
+        [label, "  ".join(f"{point[0]:.1f}s:{point[1]:.3f}" for point in seeds[0])]
         for label, seeds in curves.items()
     ]
     return simple_table(["Model", "CPU s : held-out log predictive"], rows)
@@ -249,7 +419,7 @@ def main(argv=None):
     parser.add_argument("--n-components", type=int, default=100)
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--budgets", type=float, nargs="+", default=[1.0, 5.0, 20.0])
+    parser.add_argument("--budgets", type=float, nargs="+", default=[1.0, 5.0, 20.0, 60.0, 300.0])
     args = parser.parse_args(argv)
 
     rng = np.random.default_rng(0)
@@ -275,26 +445,32 @@ def main(argv=None):
             max(args.budgets) * 1.05,
         )
         for label, checkpoints in runs.items():
-            with threadpool_limits(limits=1):
-                curve = [
-                    (seconds, held_out_log_predictive(topic_word, completion, alpha))
-                    for seconds, topic_word in scored_checkpoints(
-                        checkpoints, args.budgets
-                    )
-                ]
+            curve = score_curve(checkpoints, args.budgets, completion, alpha)
             curves.setdefault(label, []).append(curve)
-            print(f"seed {seed} {label}: {curve[-1][1]:.4f} ({curve[-1][0]:.1f} s)")
+            print(
+                f"seed {seed} {label}: {curve[-1][1]:.4f}, own {curve[-1][2]:.4f} "
+                f"({curve[-1][0]:.1f} s)",
+                flush=True,
+            )
 
     budgets = format_budgets(curves, args.budgets)
+    own = format_budgets(curves, args.budgets, column=2)
+    lateness = format_lateness(curves, args.budgets)
     detail = format_curves(curves)
-    print(budgets)
-    print(detail)
+    print(budgets, own, lateness, detail, sep="\n\n")
     write_results(
         RESULTS_DIR / f"quality_{name}.rst",
         [
-            header + "; held-out per-word log predictive at each CPU budget.",
+            header + "; held-out per-word log predictive at each CPU budget, "
+            "every model's topics scored by the same plug-in inference.",
             budgets,
-            "Checkpoints of the first seed:",
+            "The same checkpoints scored by each model's own transform "
+            "(tomotopy: its Gibbs inference):",
+            own,
+            "How far before each budget the last checkpoint within it came "
+            "(the largest share over seeds):",
+            lateness,
+            "Checkpoints of the first seed (plug-in score):",
             detail,
         ],
     )

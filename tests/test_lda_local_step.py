@@ -79,8 +79,10 @@ def reference_collapsed_step(
 
     Each word's responsibilities are proportional to E[beta_kw] times the
     document's topic counts without one of its tokens, plus alpha; words
-    are updated one after the other. Returns gamma = alpha + N_d and the
-    summed statistic sum_d n_dw phi_dwk (K x V).
+    are updated one after the other, for at most ``max_iter`` sweeps (or
+    ``max_iter(n_d)`` for a document of n_d tokens, if it is callable).
+    Returns gamma = alpha + N_d and the summed statistic sum_d n_dw phi_dwk
+    (K x V).
     """
     n_topics = topic_word.shape[0]
     mean_beta = topic_word / topic_word.sum(axis=1, keepdims=True)
@@ -93,7 +95,8 @@ def reference_collapsed_step(
         phi = beta_d * start(words, counts, n_topics, alpha)
         phi /= phi.sum(axis=1, keepdims=True)
         topic_counts = counts @ phi
-        for _ in range(max_iter):
+        sweeps = max_iter(counts.sum()) if callable(max_iter) else max_iter
+        for _ in range(sweeps):
             previous = topic_counts.copy()
             for j, count in enumerate(counts):
                 without = np.maximum(topic_counts - min(count, 1.0) * phi[j], 0.0)
@@ -177,6 +180,36 @@ def test_collapsed_step_matches_reference(planted_corpus, kernel, tol, max_iter,
         X, model.components_, alpha, max_iter, tol, start=update_start(model, kernel)
     )[1]
     assert_allclose(update_statistic(model, X), statistic_ref, rtol=1e-9, atol=1e-12)
+
+
+def test_auto_sweeps_of_the_updates_grow_with_document_length(
+    planted_corpus, kernel
+):
+    # max_doc_update_iter="auto": in the updates, one sweep below 64 tokens
+    # and one more per doubling; outside them, up to 100 sweeps.
+    X = planted_corpus[0].astype(np.float64)
+    X = sp.vstack([X, 8 * X, 40 * X]).tocsr()
+    lengths = np.asarray(X.sum(axis=1)).ravel()
+    assert lengths.min() < 64 and lengths.max() >= 512
+    model = fitted_model(X, local_step="cvb0")
+    alpha = 1 / model.n_components
+
+    def sweep_limit(length):
+        return 1 + int(np.floor(np.log2(max(length, 32.0) / 32.0)))
+
+    statistic = update_statistic(model, X)
+    start = update_start(model, kernel)
+    limited = reference_collapsed_step(
+        X, model.components_, alpha, sweep_limit, 1e-3, start=start
+    )[1]
+    assert_allclose(statistic, limited, rtol=1e-9, atol=1e-12)
+    converged = reference_collapsed_step(
+        X, model.components_, alpha, 100, 1e-3, start=start
+    )[1]
+    assert not np.allclose(statistic, converged, rtol=1e-6)
+
+    gamma = reference_collapsed_step(X, model.components_, alpha, 100, 1e-3)[0]
+    assert_allclose(model._infer(X).doc_topic, gamma, rtol=1e-9)
 
 
 def test_collapsed_step_leaves_out_the_words_own_token():

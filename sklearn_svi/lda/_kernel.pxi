@@ -689,7 +689,7 @@ cdef inline bint _claim_document(
     return True
 
 
-cdef inline void _start_document(
+cdef inline double _start_document(
     const floating[::1] counts,
     const Py_ssize_t[::1] words,
     const Py_ssize_t[::1] indices,
@@ -702,7 +702,8 @@ cdef inline void _start_document(
     floating* doc_counts,
     floating* gamma,
 ) noexcept nogil:
-    """Copy a document's counts to ``doc_counts`` and write its start to ``gamma``.
+    """Copy a document's counts to ``doc_counts``, write its start to
+    ``gamma`` and return its number of tokens n_d.
 
     The document has the entries ``begin`` to ``begin + n_words - 1`` of the
     CSR arrays. Its start is gamma_k = (alpha_k + n_d / n_topics)
@@ -717,6 +718,7 @@ cdef inline void _start_document(
         length += doc_counts[j]
     stream = _document_stream(key, words, indices, doc_counts, begin, n_words)
     _start_gamma(gamma, n_topics, alpha, length / n_topics, spread, stream)
+    return length
 
 
 cdef inline bint _allocate_collapsed(
@@ -751,6 +753,30 @@ cdef inline bint _allocate_collapsed(
     return True
 
 
+cdef inline double _sum(const double* values, Py_ssize_t n) noexcept nogil:
+    """The sum of n values, as eight interleaved partial sums added in a
+    fixed order.
+
+    A single running sum is a chain of dependent additions that the
+    compiler may not reorder; eight independent ones it turns into vector
+    additions. The order depends on n alone, so the result does not depend
+    on the thread.
+    """
+    cdef double part[8]
+    cdef Py_ssize_t i, k = 0
+    for i in range(8):
+        part[i] = 0.0
+    while k + 8 <= n:
+        for i in range(8):
+            part[i] += values[k + i]
+        k += 8
+    for i in range(n - k):
+        part[i] += values[k + i]
+    return ((part[0] + part[4]) + (part[1] + part[5])) + (
+        (part[2] + part[6]) + (part[3] + part[7])
+    )
+
+
 cdef inline void _start_responsibilities(
     const floating* mean_word_topic,
     const Py_ssize_t* rows,
@@ -775,11 +801,9 @@ cdef inline void _start_responsibilities(
         topic_counts[k] = 0.0
     for j in range(n_words):
         beta = &mean_word_topic[rows[j] * n_topics]
-        total = 0.0
         for k in range(n_topics):
             proposal[k] = beta[k] * start[k]
-            total += proposal[k]
-        total = 1.0 / total
+        total = 1.0 / _sum(proposal, n_topics)
         for k in range(n_topics):
             phi[j * n_topics + k] = proposal[k] * total
             topic_counts[k] += doc_counts[j] * phi[j * n_topics + k]
@@ -813,16 +837,30 @@ cdef inline void _collapsed_sweep(
     for j in range(n_words):
         beta = &mean_word_topic[rows[j] * n_topics]
         own = min(doc_counts[j], 1.0)
-        total = 0.0
         for k in range(n_topics):
             updated = topic_counts[k] - own * phi[j * n_topics + k]
             proposal[k] = beta[k] * (max(updated, 0.0) + alpha[k])
-            total += proposal[k]
-        total = 1.0 / total
+        total = 1.0 / _sum(proposal, n_topics)
         for k in range(n_topics):
             updated = proposal[k] * total
             topic_counts[k] += doc_counts[j] * (updated - phi[j * n_topics + k])
             phi[j * n_topics + k] = updated
+
+
+cdef inline Py_ssize_t _sweep_limit(
+    double length, Py_ssize_t max_iter, double doubling_length
+) noexcept nogil:
+    """The most sweeps a document of ``length`` tokens gets: ``max_iter``,
+    or with ``doubling_length`` L > 0, one sweep below 2 L tokens and one
+    more for each doubling of the length beyond, 1 + floor(log2(n_d / L)),
+    at most ``max_iter``."""
+    cdef Py_ssize_t limit = 1
+    if doubling_length <= 0.0:
+        return max_iter
+    while length >= 2.0 * doubling_length and limit < max_iter:
+        length *= 0.5
+        limit += 1
+    return limit
 
 
 cdef inline Py_ssize_t _collapsed_fixed_point(
@@ -895,6 +933,7 @@ def infer_documents_collapsed(
     const floating[::1] doc_topic_prior,
     Py_ssize_t max_iter,
     double mean_change_tol,
+    double doubling_length,
     double start_spread,
     unsigned long long start_key,
     const Py_ssize_t[::1] order,
@@ -928,6 +967,10 @@ def infer_documents_collapsed(
         Output: alpha + N_d at each document's fixed point.
     responsibility : ndarray of shape (nnz, n_topics) or (0, n_topics)
         Output, unless it has no rows: n_dw phi_dwk, aligned with ``counts``.
+    doubling_length : float
+        With a positive value L, a document of n_d tokens gets at most
+        1 + floor(log2(n_d / L)) sweeps (one below 2 L tokens), and never
+        more than ``max_iter``; 0 for ``max_iter`` sweeps for every document.
 
     Returns
     -------
@@ -937,6 +980,7 @@ def infer_documents_collapsed(
     cdef Py_ssize_t n_topics = mean_word_topic.shape[1]
     cdef Py_ssize_t longest = _longest_document(indptr)
     cdef Py_ssize_t d, begin, n_words, n_iter = 0
+    cdef double length
     cdef const floating* alpha = &doc_topic_prior[0]
     cdef unsigned int float_mode
     cdef double* phi
@@ -954,7 +998,7 @@ def infer_documents_collapsed(
     with nogil:
         float_mode = _flush_subnormals()
         while _claim_document(order, next_document, indptr, &d, &begin, &n_words):
-            _start_document(
+            length = _start_document(
                 counts, words, indices, begin, n_words, alpha, n_topics,
                 start_spread, start_key, doc_counts, start,
             )
@@ -965,7 +1009,7 @@ def infer_documents_collapsed(
             n_iter += _collapsed_fixed_point(
                 &mean_word_topic[0, 0], &indices[begin], n_words, n_topics,
                 doc_counts, alpha, phi, topic_counts, proposal, previous_counts,
-                max_iter, mean_change_tol,
+                _sweep_limit(length, max_iter, doubling_length), mean_change_tol,
             )
             _write_collapsed(
                 d, begin, n_words, alpha, doc_counts, phi, topic_counts, n_topics,

@@ -133,12 +133,17 @@ class LocalStep:
         below ``tol``.
     collapsed : bool
         The collapsed (CVB0) step instead of the mean-field one.
+    doubling_length : float, default=0.0
+        Collapsed step only: with a positive value L, a document of n_d
+        tokens gets at most 1 + floor(log2(n_d / L)) sweeps, and never more
+        than ``max_iter``.
     """
 
     doc_topic_prior: np.ndarray
     max_iter: int
     tol: float
     collapsed: bool
+    doubling_length: float = 0.0
 
     def fit(
         self,
@@ -191,10 +196,8 @@ class LocalStep:
         doc_topic = np.empty(
             (documents.n_documents, natural.shape[1]), dtype=natural.dtype
         )
-        settings = (
-            self.doc_topic_prior.astype(natural.dtype),
-            self.max_iter,
-            float(self.tol),
+        prior = self.doc_topic_prior.astype(natural.dtype)
+        start = (
             0.0 if start_key is None else START_SPREAD,
             0 if start_key is None else start_key,
         )
@@ -209,7 +212,11 @@ class LocalStep:
                 documents,
                 doc_topic,
                 responsibility,
-                *settings,
+                prior,
+                self.max_iter,
+                float(self.tol),
+                float(self.doubling_length),
+                *start,
             )
             return _LocalFit(
                 documents,
@@ -227,7 +234,10 @@ class LocalStep:
             doc_topic,
             exp_doc_topic,
             count_ratio,
-            *settings,
+            prior,
+            self.max_iter,
+            float(self.tol),
+            *start,
         )
         return _LocalFit(
             documents,
