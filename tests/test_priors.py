@@ -4,6 +4,7 @@ import pickle
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy.special import gammaln, psi
 
@@ -129,3 +130,38 @@ def test_fixed_priors_are_reported_as_given(planted_corpus):
     ).fit(X)
     assert_array_equal(model.doc_topic_prior_, np.full(4, 0.3))
     assert model.topic_word_prior_ == 0.05
+
+
+def planted_documents(alpha, eta, n_topics, n_features, n_documents, length, seed):
+    """Documents of ``length`` tokens drawn from LDA with the priors alpha and eta."""
+    rng = np.random.default_rng(seed)
+    topics = rng.dirichlet(np.full(n_features, eta), n_topics)
+    proportions = rng.dirichlet(np.full(n_topics, alpha), n_documents)
+    counts = rng.multinomial(length, proportions @ topics)
+    return sp.csr_matrix(counts.astype(np.float64))
+
+
+@pytest.mark.parametrize("local_step", ["vb", "cvb0"])
+def test_learned_alpha_recovers_the_planted_prior(local_step):
+    # The collapsed step's expected counts look evenly mixed; its alpha step
+    # uses counts drawn token by token (with the expected counts, alpha came
+    # out at 0.275 here), at the documents' fixed points (after the few
+    # sweeps of max_doc_update_iter="auto", 0.37).
+    X = planted_documents(0.2, 0.05, 5, 300, 10_000, 30, seed=0)
+    model = SmoothedLDA(
+        n_components=5,
+        L=1,
+        local_step=local_step,
+        doc_topic_prior="auto",
+        topic_word_prior=0.05,
+        batch_size=500,
+        max_iter=20,
+        random_state=0,
+    ).fit(X)
+    assert model.doc_topic_prior_.mean() == pytest.approx(0.2, rel=0.2)
+
+
+def test_learned_eta_with_the_collapsed_step_warns(planted_corpus):
+    model = SmoothedLDA(n_components=4, topic_word_prior="auto", random_state=0)
+    with pytest.warns(UserWarning, match="overestimates eta"):
+        model.fit(planted_corpus[0])

@@ -6,7 +6,10 @@ _SHARED_PARAMETERS = """\
         ``1 / n_components``. ``"auto"`` starts there and learns an
         asymmetric prior, one value per topic: after every update, a step of
         Newton's method on the minibatch's proportions, as long as the
-        update's own step (empirical Bayes, Hoffman, Blei & Bach 2010).
+        update's own step (empirical Bayes, Hoffman, Blei & Bach 2010). With
+        the collapsed step the proportions are those of topic counts drawn
+        token by token from the responsibilities (a stochastic EM step), and
+        documents are swept to convergence in the updates.
     topic_word_prior : float or "auto", default=None
         eta, the Dirichlet prior of the topics. None means
         ``1 / n_components``. ``"auto"`` starts there and learns a symmetric

@@ -701,9 +701,11 @@ cdef inline double _start_document(
     unsigned long long key,
     floating* doc_counts,
     floating* gamma,
+    unsigned long long* stream,
 ) noexcept nogil:
     """Copy a document's counts to ``doc_counts``, write its start to
-    ``gamma`` and return its number of tokens n_d.
+    ``gamma`` and its stream number to ``stream``, and return its number of
+    tokens n_d.
 
     The document has the entries ``begin`` to ``begin + n_words - 1`` of the
     CSR arrays. Its start is gamma_k = (alpha_k + n_d / n_topics)
@@ -712,12 +714,11 @@ cdef inline double _start_document(
     """
     cdef Py_ssize_t j
     cdef double length = 0.0
-    cdef unsigned long long stream
     for j in range(n_words):
         doc_counts[j] = counts[begin + j]
         length += doc_counts[j]
-    stream = _document_stream(key, words, indices, doc_counts, begin, n_words)
-    _start_gamma(gamma, n_topics, alpha, length / n_topics, spread, stream)
+    stream[0] = _document_stream(key, words, indices, doc_counts, begin, n_words)
+    _start_gamma(gamma, n_topics, alpha, length / n_topics, spread, stream[0])
     return length
 
 
@@ -922,6 +923,48 @@ cdef inline void _write_collapsed(
                 )
 
 
+cdef inline void _sample_topic_counts(
+    const double* phi,
+    const floating* doc_counts,
+    Py_ssize_t n_words,
+    Py_ssize_t n_topics,
+    unsigned long long stream,
+    floating* topic_counts,
+) noexcept nogil:
+    """Integer topic counts of a document: each of its tokens' topics drawn
+    from its word's responsibilities phi_dw.
+
+    A fractional count n_dw has floor(n_dw) tokens and one more with
+    probability n_dw - floor(n_dw). The draws are the values of the
+    document's stream after those of its start (``_start_gamma`` reads the
+    first n_topics + 1 at most), by inversion of phi_dw's distribution
+    function, so they depend on the document and the key alone.
+    """
+    cdef Py_ssize_t j, k, token, n_tokens
+    cdef unsigned long long counter = n_topics + 1
+    cdef double fraction, u, cumulative
+    cdef const double* row
+    for k in range(n_topics):
+        topic_counts[k] = 0
+    for j in range(n_words):
+        row = &phi[j * n_topics]
+        n_tokens = <Py_ssize_t> doc_counts[j]
+        fraction = doc_counts[j] - n_tokens
+        if fraction > 0.0:
+            if _uniform(stream, counter) <= fraction:
+                n_tokens += 1
+            counter += 1
+        for token in range(n_tokens):
+            u = _uniform(stream, counter)
+            counter += 1
+            k = 0
+            cumulative = row[0]
+            while cumulative < u and k + 1 < n_topics:
+                k += 1
+                cumulative += row[k]
+            topic_counts[k] += 1
+
+
 def infer_documents_collapsed(
     const floating[:, ::1] mean_word_topic,
     const Py_ssize_t[::1] words,
@@ -930,6 +973,7 @@ def infer_documents_collapsed(
     const floating[::1] counts,
     floating[:, ::1] doc_topic,
     floating[:, ::1] responsibility,
+    floating[:, ::1] sampled_counts,
     const floating[::1] doc_topic_prior,
     Py_ssize_t max_iter,
     double mean_change_tol,
@@ -967,6 +1011,10 @@ def infer_documents_collapsed(
         Output: alpha + N_d at each document's fixed point.
     responsibility : ndarray of shape (nnz, n_topics) or (0, n_topics)
         Output, unless it has no rows: n_dw phi_dwk, aligned with ``counts``.
+    sampled_counts : ndarray of shape (n_documents, n_topics) or (0, n_topics)
+        Output, unless it has no rows: each document's topic counts with
+        every token's topic drawn from its final responsibilities
+        (``_sample_topic_counts``).
     doubling_length : float
         With a positive value L, a document of n_d tokens gets at most
         1 + floor(log2(n_d / L)) sweeps (one below 2 L tokens), and never
@@ -981,6 +1029,7 @@ def infer_documents_collapsed(
     cdef Py_ssize_t longest = _longest_document(indptr)
     cdef Py_ssize_t d, begin, n_words, n_iter = 0
     cdef double length
+    cdef unsigned long long stream
     cdef const floating* alpha = &doc_topic_prior[0]
     cdef unsigned int float_mode
     cdef double* phi
@@ -1000,7 +1049,7 @@ def infer_documents_collapsed(
         while _claim_document(order, next_document, indptr, &d, &begin, &n_words):
             length = _start_document(
                 counts, words, indices, begin, n_words, alpha, n_topics,
-                start_spread, start_key, doc_counts, start,
+                start_spread, start_key, doc_counts, start, &stream,
             )
             _start_responsibilities(
                 &mean_word_topic[0, 0], &indices[begin], n_words, n_topics,
@@ -1015,6 +1064,10 @@ def infer_documents_collapsed(
                 d, begin, n_words, alpha, doc_counts, phi, topic_counts, n_topics,
                 doc_topic, responsibility,
             )
+            if sampled_counts.shape[0] > 0:
+                _sample_topic_counts(
+                    phi, doc_counts, n_words, n_topics, stream, &sampled_counts[d, 0]
+                )
         _restore_float_mode(float_mode)
     free(phi)
     free(start)
@@ -1240,6 +1293,7 @@ def infer_documents(
     cdef floating eps = FLT_EPSILON if floating is float else DBL_EPSILON
     cdef const floating* alpha = &doc_topic_prior[0]
     cdef unsigned int float_mode
+    cdef unsigned long long stream
     cdef void* memory
     cdef double* work
     cdef floating* block
@@ -1265,7 +1319,7 @@ def infer_documents(
             )
             _start_document(
                 counts, words, indices, begin, n_words, alpha, n_topics,
-                start_spread, start_key, doc_counts, gamma,
+                start_spread, start_key, doc_counts, gamma, &stream,
             )
             n_iter += _mean_field_fixed_point(
                 gamma, alpha, block, doc_counts, exp_theta, topic_sum, ratio,

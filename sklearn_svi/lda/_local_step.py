@@ -107,6 +107,9 @@ class _LocalFit:
     word_index : tuple of ndarray or None
         The documents of each word, from ``words_of_documents``; None unless
         the local step was asked for it.
+    sampled_counts : ndarray of shape (n_documents, n_components) or None
+        Collapsed step, when asked for: each document's topic counts with
+        every token's topic drawn from its responsibilities.
     """
 
     documents: _CompactDocuments
@@ -116,6 +119,7 @@ class _LocalFit:
     count_ratio: np.ndarray | None = None
     responsibility: np.ndarray | None = None
     word_index: tuple | None = None
+    sampled_counts: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -153,6 +157,7 @@ class LocalStep:
         start_key=None,
         index_words=False,
         natural_rows=None,
+        sample_counts=False,
     ):
         """Fit gamma for each of the documents at the topics ``natural``.
 
@@ -182,6 +187,10 @@ class LocalStep:
         natural_rows : ndarray of shape (n_rows,) or None, default=None
             The vocabulary indices of the rows of ``natural``, sorted, when
             it holds only some words (those of the documents at least).
+        sample_counts : bool, default=False
+            Collapsed step only: also draw each document's integer topic
+            counts from its final responsibilities, with the random numbers
+            of its start's stream.
 
         Returns
         -------
@@ -206,12 +215,17 @@ class LocalStep:
                 (documents.counts.size if index_words else 0, natural.shape[1]),
                 dtype=natural.dtype,
             )
+            sampled_counts = np.empty(
+                (documents.n_documents if sample_counts else 0, natural.shape[1]),
+                dtype=natural.dtype,
+            )
             _run_documents(
                 _kernel.infer_documents_collapsed,
                 word_topic,
                 documents,
                 doc_topic,
                 responsibility,
+                sampled_counts,
                 prior,
                 self.max_iter,
                 float(self.tol),
@@ -224,6 +238,7 @@ class LocalStep:
                 word_topic,
                 responsibility=responsibility if index_words else None,
                 word_index=word_index,
+                sampled_counts=sampled_counts if sample_counts else None,
             )
         exp_doc_topic = np.empty_like(doc_topic)
         count_ratio = np.empty_like(documents.counts)
