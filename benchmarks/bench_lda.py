@@ -198,6 +198,10 @@ def make_models(settings, n_features):
     models : dict of str to estimator
         Unfitted models by label, scikit-learn's first.
     """
+    # The collapsed step with its own number of sweeps, max_doc_update_iter="auto".
+    default_local_step = {
+        key: value for key, value in settings.items() if key != "max_doc_update_iter"
+    }
     return {
         REFERENCE: LatentDirichletAllocation(
             learning_method="online", n_jobs=1, **settings
@@ -205,8 +209,9 @@ def make_models(settings, n_features):
         "SmoothedLDA L=1": plain_svi(1, **settings),
         "SmoothedLDA L=10": SmoothedLDA(L=10, local_step="vb", n_jobs=1, **settings),
         "SmoothedLDA L=1 collapsed step": SmoothedLDA(
-            L=1, local_step="cvb0", n_jobs=1, **settings
+            L=1, local_step="cvb0", n_jobs=1, **default_local_step
         ),
+        "SmoothedLDA() default": SmoothedLDA(n_jobs=1, **default_local_step),
         "SmoothedLDA L=1 n_jobs=2": plain_svi(2, **settings),
         "scikit-learn online float32": Float32Input(
             LatentDirichletAllocation(learning_method="online", n_jobs=1, **settings)

@@ -3,8 +3,8 @@
 A user picks a topic-model library by the quality it reaches in the time
 they have. Every library here fits the same training documents with the
 same number of topics and the same priors alpha = eta = 1/K on one thread
-(gensim, and our estimators where the label says so, learn both from there,
-``"auto"``; tomotopy has two rows: alpha fixed, ``optim_interval=0``, and
+(gensim learns both from there, ``"auto"``, and our estimators alpha where
+the label says so; tomotopy has two rows: alpha fixed, ``optim_interval=0``, and
 its default, which learns alpha every 10 sweeps). Each model is stopped at
 checkpoints fine enough that each budget is scored within a few percent of
 its time: the online methods every 8 updates on the same shuffled
@@ -171,8 +171,9 @@ class TomotopyLDA:
                 documents.append(self.model.make_doc(tokens))
                 rows.append(d)
         if documents:
-            inferred, _ = self.model.infer(documents, workers=1)
-            theta[rows] = [document.get_topic_dist() for document in inferred]
+            # tomotopy 0.14 returns the documents' topic distributions.
+            distributions, _ = self.model.infer(documents, workers=1)
+            theta[rows] = np.asarray(distributions)
         return theta
 
     def snapshot(self):
@@ -276,7 +277,6 @@ def make_runs(X_train, n_components, batch_size, seed, max_seconds):
         total_samples=X_train.shape[0],
         random_state=seed,
     )
-    learned = dict(doc_topic_prior="auto", topic_word_prior="auto")
     online = {
         "SmoothedLDA(L=1), collapsed step (default)": SmoothedLDA(L=1, **common),
         "SmoothedLDA() default": SmoothedLDA(**common),
@@ -285,7 +285,9 @@ def make_runs(X_train, n_components, batch_size, seed, max_seconds):
         "SmoothedLDA(L=1), mean-field step": SmoothedLDA(
             L=1, local_step="vb", **common
         ),
-        "SmoothedLDA(L=1), learned priors": SmoothedLDA(L=1, **learned, **common),
+        "SmoothedLDA(L=1), learned alpha": SmoothedLDA(
+            L=1, doc_topic_prior="auto", **common
+        ),
         "scikit-learn online": LatentDirichletAllocation(
             learning_method="online", **common
         ),

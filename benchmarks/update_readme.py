@@ -46,22 +46,18 @@ SCALE_ROWS = [
 ]
 """The rows of ``scale_npm.rst`` that README shows, in its order."""
 
-QUALITY_DEFAULT = "SmoothedLDA(L=1), collapsed step (default)"
-QUALITY_GIBBS = "tomotopy collapsed Gibbs"
 QUALITY_ROWS = {
-    "npm": {
-        "SmoothedLDA(L=1), default": QUALITY_DEFAULT,
-        "tomotopy LDAModel": QUALITY_GIBBS,
-    },
-    "healthtweets": {
-        "SmoothedLDA(L=1), default": QUALITY_DEFAULT,
-        "tomotopy LDAModel": QUALITY_GIBBS,
-    },
-    "NewsArticles": {
-        "SmoothedLDA(L=1), default": QUALITY_DEFAULT,
+    corpus: {
+        "SmoothedLDA(L=1), collapsed step": (
+            "SmoothedLDA(L=1), collapsed step (default)"
+        ),
         "FilteredLDA(), default": "FilteredLDA() default",
-        "tomotopy LDAModel": QUALITY_GIBBS,
-    },
+        "tomotopy LDAModel, fixed priors": "tomotopy collapsed Gibbs, fixed priors",
+        "tomotopy LDAModel, default": (
+            "tomotopy collapsed Gibbs, default (learned alpha)"
+        ),
+    }
+    for corpus in ("healthtweets", "NewsArticles")
 }
 """For each corpus of ``quality_CORPUS.rst``, README's label of each row
 shown and the label of that row in the results."""
@@ -100,7 +96,7 @@ def quality_against_tomotopy():
     (``bench_quality.py``), one row per entry of ``QUALITY_ROWS``; "-"
     where a model had no checkpoint within the budget.
     """
-    budgets = results_table("quality_npm").header[1:]
+    budgets = results_table(f"quality_{next(iter(QUALITY_ROWS))}").header[1:]
     rows = []
     for corpus, labels in QUALITY_ROWS.items():
         table = results_table(f"quality_{corpus}")

@@ -266,14 +266,17 @@ def test_step_size_rises_when_the_stream_changes(filter):
         total_samples=1000,
         random_state=0,
     )
-    for _ in range(3):
+    # Four passes let the step settle: with one sweep per document (the
+    # collapsed step's default on these 60-word documents) it still
+    # wavers between 0.05 and 0.11 in the third.
+    for _ in range(4):
         model.partial_fit(before)
     model.partial_fit(after)
     step_sizes = np.array(model.step_size_history_["step_size"])
-    assert step_sizes.size == 80
+    assert step_sizes.size == 100
     # Within three updates of the change the step is more than twice the
     # largest of the ten updates before it.
-    assert step_sizes[63:70].min() > 2 * step_sizes[50:60].max()
+    assert step_sizes[83:90].min() > 2 * step_sizes[70:80].max()
 
 
 @pytest.mark.parametrize("filter", ["student-t", "gaussian", "adaptive"])
