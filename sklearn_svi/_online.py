@@ -13,6 +13,11 @@ For each minibatch B_t, stochastic variational inference (Hoffman et al.
 The mixin owns this loop once. A model supplies only its initial lambda, the
 local step, the prior eta, the projection onto its feasible set, and what to
 show the user.
+
+With a mean-field local step, lambda^ - lambda is a noisy natural gradient of
+the ELBO. LDA's default collapsed local step makes the same loop SCVB0's
+stochastic approximation of the CVB0 fixed point (Foulds et al. 2013), which
+climbs no bound: the update is the same, what it converges to is not.
 """
 
 import copy
