@@ -278,8 +278,8 @@ def make_runs(X_train, n_components, batch_size, seed, max_seconds):
         random_state=seed,
     )
     online = {
-        "SmoothedLDA(L=1), collapsed step (default)": SmoothedLDA(L=1, **common),
-        "SmoothedLDA() default": SmoothedLDA(**common),
+        "SmoothedLDA() default, plain SVI (L=1)": SmoothedLDA(**common),
+        "SmoothedLDA(L=10)": SmoothedLDA(L=10, **common),
         "FilteredLDA() default": FilteredLDA(**common),
         "AnnealedLDA() default": AnnealedLDA(**common),
         "SmoothedLDA(L=1), mean-field step": SmoothedLDA(

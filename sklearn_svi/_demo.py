@@ -12,7 +12,7 @@ N_TOPICS = 10
 N_DOCUMENTS = 20_000
 BATCH_SIZE = 100
 HELD_OUT = 2_000
-PLAIN = "SmoothedLDA(L=1), plain SVI"
+PLAIN = "SmoothedLDA(), plain SVI"
 FILTERED = "FilteredLDA()"
 
 
@@ -40,8 +40,7 @@ def _models(seed):
         random_state=seed,
     )
     return {
-        PLAIN: SmoothedLDA(L=1, **common),
-        "SmoothedLDA()": SmoothedLDA(**common),
+        PLAIN: SmoothedLDA(**common),
         "AnnealedLDA()": AnnealedLDA(**common),
         FILTERED: FilteredLDA(**common),
     }

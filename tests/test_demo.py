@@ -23,12 +23,11 @@ def test_demo_table_and_its_conclusion_agree(capsys):
         )
     }
     assert list(rows) == [
-        "SmoothedLDA(L=1), plain SVI",
-        "SmoothedLDA()",
+        "SmoothedLDA(), plain SVI",
         "AnnealedLDA()",
         "FilteredLDA()",
     ]
-    plain, filtered = rows["SmoothedLDA(L=1), plain SVI"], rows["FilteredLDA()"]
+    plain, filtered = rows["SmoothedLDA(), plain SVI"], rows["FilteredLDA()"]
     for fit_first, fit_second, step_before, step_after, seconds in rows.values():
         assert fit_first < 0 and fit_second < 0
         assert 0 < step_before <= 1 and 0 < step_after <= 1

@@ -28,9 +28,14 @@ class SmoothedLDA(_OnlineLDA):
 
     Read more in the :ref:`User Guide <smoothed_lda>`.""",
         specific_parameters=f"""\
-    L : int, default=10
+    L : int, default=1
         Length of the smoothing window: the number of minibatch statistics
-        averaged. ``L=1`` is plain SVI.
+        averaged. ``L=1``, the default, is plain SVI. The window pays with a
+        constant ``learning_rate`` and small minibatches (``L`` of 10 to 30,
+        see the user guide); under the Robbins-Monro schedule, whose
+        shrinking steps already average the statistics, a window only delays
+        them: ``L=10`` cost 0.02 to 0.06 nats per held-out word on the npm
+        summaries and NewsArticles.
 {_SCHEDULE_PARAMETERS}""",
         specific_attributes="",
         see_also="""\
@@ -61,7 +66,7 @@ class SmoothedLDA(_OnlineLDA):
         self,
         n_components=10,
         *,
-        L=10,
+        L=1,
         learning_rate="robbins-monro",
         learning_offset=10.0,
         learning_decay=0.7,
