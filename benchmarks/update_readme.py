@@ -48,9 +48,7 @@ SCALE_ROWS = [
 
 QUALITY_ROWS = {
     corpus: {
-        "SmoothedLDA(L=1), collapsed step": (
-            "SmoothedLDA(L=1), collapsed step (default)"
-        ),
+        "SmoothedLDA(), default": "SmoothedLDA() default, plain SVI (L=1)",
         "FilteredLDA(), default": "FilteredLDA() default",
         "tomotopy LDAModel, fixed priors": "tomotopy collapsed Gibbs, fixed priors",
         "tomotopy LDAModel, default": (

@@ -11,7 +11,7 @@ from sklearn.decomposition import LatentDirichletAllocation
 import sklearn_svi.lda._local_step
 from sklearn_svi import SmoothedLDA, make_lda_corpus
 from sklearn_svi.lda import _fast
-from sklearn_svi.lda._local_step import START_SPREAD
+from sklearn_svi.lda._local_step import start_spread
 from sklearn_svi.metrics import log_predictive, split_tokens
 
 
@@ -121,7 +121,7 @@ def update_start(model, kernel, draw=7):
             words.astype(np.intp),
             counts.astype(np.float64),
             np.full(n_topics, alpha),
-            START_SPREAD,
+            start_spread(model.local_step == "cvb0"),
         )
 
     return start
@@ -359,9 +359,13 @@ def test_renumber_words_matches_numpy(kernel):
     assert empty_words.size == 0 and empty.size == 0
 
 
-def test_document_start_is_log_normal_around_the_fixed_points_mass(kernel):
-    # log(gamma_dk / (alpha + n_d / K)) / START_SPREAD must be standard
+@pytest.mark.parametrize("collapsed", [False, True])
+def test_document_start_is_log_normal_around_the_fixed_points_mass(
+    kernel, collapsed
+):
+    # log(gamma_dk / (alpha + n_d / K)) / spread must be standard
     # normal values, independent across topics, documents and keys.
+    spread = start_spread(collapsed)
     rng = np.random.default_rng(0)
     n_topics, alpha = 50, 0.02
     draws = []
@@ -370,10 +374,10 @@ def test_document_start_is_log_normal_around_the_fixed_points_mass(kernel):
             words = np.sort(rng.choice(1000, size=rng.integers(1, 20), replace=False))
             counts = rng.integers(1, 4, size=words.size).astype(np.float64)
             gamma = kernel.document_start(
-                key, words, counts, np.full(n_topics, alpha), START_SPREAD
+                key, words, counts, np.full(n_topics, alpha), spread
             )
             mass = alpha + counts.sum() / n_topics
-            draws.append(np.log(gamma / mass) / START_SPREAD)
+            draws.append(np.log(gamma / mass) / spread)
     z = np.array(draws)
     assert abs(z.mean()) < 5 / np.sqrt(z.size)
     assert abs(z.std() - 1) < 0.02
@@ -390,7 +394,9 @@ def test_document_start_depends_on_key_and_document_only(kernel):
     counts = np.array([1.0, 2.0, 1.0])
 
     def start(key, words=words, counts=counts):
-        return kernel.document_start(key, words, counts, np.full(8, 0.1), START_SPREAD)
+        return kernel.document_start(
+            key, words, counts, np.full(8, 0.1), start_spread(collapsed=True)
+        )
 
     assert_array_equal(start(5), start(5))
     assert not np.allclose(start(5), start(6))
@@ -464,7 +470,7 @@ def test_random_starts_let_short_documents_form_topics():
 
 def test_collapsed_step_predicts_short_documents_better():
     # Six-word documents: with the mean-field step one pass of plain SVI
-    # predicted held-out words at -5.94 to -6.01 nats per word (3 seeds),
+    # predicted held-out words at -5.94 to -5.98 nats per word (3 seeds),
     # with the collapsed step at -5.55 to -5.58: its single sweep from a
     # start spread by exp(2 z) costs these documents drawn from LDA itself
     # 0.35 to 0.4 in the first pass (-5.15 to -5.20 swept to convergence),
@@ -485,4 +491,4 @@ def test_collapsed_step_predicts_short_documents_better():
             )
             for local_step in ("vb", "cvb0")
         }
-        assert scores["cvb0"] > scores["vb"] + 0.4
+        assert scores["cvb0"] > scores["vb"] + 0.3

@@ -165,3 +165,35 @@ def test_learned_eta_with_the_collapsed_step_warns(planted_corpus):
     model = SmoothedLDA(n_components=4, topic_word_prior="auto", random_state=0)
     with pytest.warns(UserWarning, match="overestimates eta"):
         model.fit(planted_corpus[0])
+
+
+@pytest.mark.parametrize("scale", [1.0, 0.4])
+def test_sampled_topic_counts_are_token_draws_from_the_responsibilities(
+    planted_corpus, scale
+):
+    # Each token's topic is drawn from its word's responsibilities: integer
+    # counts whose mean over draws is the expected counts N_d. A fractional
+    # count n_dw holds one more token with probability n_dw - floor(n_dw).
+    X = sp.csr_matrix(planted_corpus[0][:20], dtype=np.float64) * scale
+    model = SmoothedLDA(
+        n_components=4, doc_topic_prior="auto", max_iter=1, random_state=0
+    ).fit(planted_corpus[0])
+    documents = model._prepare_minibatch(X)
+    fits = [
+        model._fit_documents(
+            documents, start_key=model._start_key(draw), sample_counts=True
+        )
+        for draw in range(400)
+    ]
+    sampled = np.array([fit.sampled_counts for fit in fits])
+    expected = np.array([fit.doc_topic - model.doc_topic_prior_ for fit in fits])
+    assert_array_equal(sampled, np.round(sampled))
+    lengths = np.asarray(X.sum(axis=1)).ravel()
+    floor_lengths = np.asarray(
+        sp.csr_matrix((np.floor(X.data), X.indices, X.indptr)).sum(axis=1)
+    ).ravel()
+    assert np.all(sampled.sum(axis=2) >= floor_lengths)
+    assert np.all(sampled.sum(axis=2) <= floor_lengths + X.getnnz(axis=1))
+    standard_error = np.sqrt(lengths / 4 / len(fits))[:, np.newaxis]
+    assert np.all(np.abs((sampled - expected).mean(axis=0)) < 5 * standard_error)
+    assert_allclose(sampled.sum(axis=2).mean(axis=0), lengths, rtol=0.05)

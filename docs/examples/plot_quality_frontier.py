@@ -20,7 +20,7 @@ import matplotlib.pyplot as plt
 RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
 CORPORA = ("healthtweets", "npm", "NewsArticles")
 SHOWN = {
-    "SmoothedLDA(L=1), collapsed step (default)": "SmoothedLDA(L=1)",
+    "SmoothedLDA() default, plain SVI (L=1)": "SmoothedLDA()",
     "FilteredLDA() default": "FilteredLDA()",
     "scikit-learn online": "scikit-learn",
     "tomotopy collapsed Gibbs, fixed priors": "tomotopy, fixed priors",
