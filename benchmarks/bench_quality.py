@@ -282,9 +282,6 @@ def make_runs(X_train, n_components, batch_size, seed, max_seconds):
         "SmoothedLDA(L=10)": SmoothedLDA(L=10, **common),
         "FilteredLDA() default": FilteredLDA(**common),
         "AnnealedLDA() default": AnnealedLDA(**common),
-        "SmoothedLDA(L=1), mean-field step": SmoothedLDA(
-            L=1, local_step="vb", **common
-        ),
         "SmoothedLDA(L=1), learned alpha": SmoothedLDA(
             L=1, doc_topic_prior="auto", **common
         ),
