@@ -18,7 +18,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 
 RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
-CORPORA = ("healthtweets", "npm", "NewsArticles")
+CORPORA = ("healthtweets", "NewsArticles", "npm")
 SHOWN = {
     "SmoothedLDA() default, plain SVI (L=1)": "SmoothedLDA()",
     "FilteredLDA() default": "FilteredLDA()",
