@@ -17,7 +17,12 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
-RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
+# The gallery runs each example from its own folder, docs/examples.
+RESULTS = next(
+    folder / "benchmarks" / "results"
+    for folder in (Path.cwd(), *Path.cwd().parents)
+    if (folder / "benchmarks" / "results").is_dir()
+)
 CORPORA = ("healthtweets", "NewsArticles", "npm")
 SHOWN = {
     "SmoothedLDA() default, plain SVI (L=1)": "SmoothedLDA()",
