@@ -181,3 +181,59 @@ def step_toward_target(
                     out[k] = keep * row[k] + move * eta
                     column[k] += out[k]
     return column_sums
+
+
+def observe_difference(
+    const floating[:, ::1] target,
+    const floating[:, ::1] current,
+    const floating[:, ::1] mean,
+    floating[:, ::1] updated_mean,
+    double decay,
+    double window,
+    Py_ssize_t start,
+    Py_ssize_t stop,
+):
+    """Fold d = target - current into the filter's average g on rows ``start`` to ``stop - 1``.
+
+    updated_mean = decay mean + d / window (Houlsby & Blei 2014, Alg. 1),
+    in one pass that also sums ||d||^2 and ||g||^2 in float64. A BLAS dot
+    product would start threads of its own inside the threads of
+    :mod:`sklearn_svi._threads`, and its sum would depend on their number.
+
+    Parameters
+    ----------
+    target : ndarray of shape (n_params, n_components)
+        The noisy optimum lambda^.
+    current : ndarray of shape (n_params, n_components)
+        lambda before the update.
+    mean : ndarray of shape (n_params, n_components)
+        The average g of the differences so far, read only.
+    updated_mean : ndarray of shape (n_params, n_components)
+        Output: the new average on rows ``start`` to ``stop - 1``.
+    decay : float
+        1 - 1 / window.
+    window : float
+        The filter's window tau.
+    start, stop : int
+        The range of rows.
+
+    Returns
+    -------
+    squared_norms : ndarray of shape (2,)
+        ||d||^2 and ||g||^2 over the rows.
+    """
+    cdef Py_ssize_t n_components = target.shape[1]
+    cdef Py_ssize_t i, k
+    cdef floating keep = <floating> decay
+    cdef floating share = <floating> (1.0 / window)
+    cdef floating difference, average
+    cdef double squared_distance = 0.0, squared_mean_norm = 0.0
+    with nogil:
+        for i in range(start, stop):
+            for k in range(n_components):
+                difference = target[i, k] - current[i, k]
+                average = keep * mean[i, k] + share * difference
+                updated_mean[i, k] = average
+                squared_distance += <double> difference * difference
+                squared_mean_norm += <double> average * average
+    return np.array([squared_distance, squared_mean_norm], dtype=np.float64)

@@ -6,6 +6,7 @@ import numpy as np
 
 from .._threads import sum_rows
 from .._transaction import spare_like
+from .._update_fast import observe_difference
 
 
 @runtime_checkable
@@ -244,7 +245,16 @@ class FilteredStepSize:
         decay = 1.0 - 1.0 / self.window
         updated_mean = spare_like(self.mean_difference, self._spare_mean)
         squared_distance, squared_mean_norm = sum_rows(
-            lambda span: self._observe_rows(target, current, decay, updated_mean, span),
+            lambda span: observe_difference(
+                target,
+                current,
+                self.mean_difference,
+                updated_mean,
+                decay,
+                self.window,
+                span.start,
+                span.stop,
+            ),
             len(current),
         )
         self._spare_mean, self.mean_difference = self.mean_difference, updated_mean
@@ -267,15 +277,6 @@ class FilteredStepSize:
                 self.noise = spread / (1.0 - self.weight_square_sum)
             self.drift = max(mean_square - self.weight_square_sum * self.noise, 0.0)
         return float(squared_distance)
-
-    def _observe_rows(self, target, current, decay, updated_mean, span):
-        difference = target[span] - current[span]
-        mean = updated_mean[span]
-        np.multiply(self.mean_difference[span], decay, out=mean)
-        mean += difference / self.window
-        return np.array(
-            [np.vdot(difference, difference), np.vdot(mean, mean)], dtype=np.float64
-        )
 
     def begin(self):
         """Record the averages and the filter's state, for :meth:`rollback`."""
