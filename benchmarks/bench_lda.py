@@ -208,9 +208,6 @@ def make_models(settings, n_features):
         ),
         "SmoothedLDA L=1": plain_svi(1, **settings),
         "SmoothedLDA L=10": SmoothedLDA(L=10, local_step="vb", n_jobs=1, **settings),
-        "SmoothedLDA L=1 collapsed step": SmoothedLDA(
-            L=1, local_step="cvb0", n_jobs=1, **default_local_step
-        ),
         "SmoothedLDA() default": SmoothedLDA(n_jobs=1, **default_local_step),
         "SmoothedLDA L=1 n_jobs=2": plain_svi(2, **settings),
         "scikit-learn online float32": Float32Input(
