@@ -239,20 +239,34 @@ class OnlineModel:
         return copy
 
 
-def timed_checkpoints(model, steps, max_seconds):
+def score_marks(budgets):
+    """The times before which a checkpoint is scored: the budgets and a
+    geometric ladder (0.1 s, 0.15 s, ...) for the curves."""
+    return sorted({*budgets, *(0.1 * 1.5**n for n in range(20))})
+
+
+def timed_checkpoints(model, steps, budgets):
     """Train ``model`` by ``model.train(n)`` for each n of ``steps``.
 
     Yields the CPU seconds of training so far and a snapshot of the model
-    after each step, until ``max_seconds`` are spent.
+    after a step whose successor may pass one of :func:`score_marks` (it
+    would if it took twice as long as this one), and after the last step,
+    once the largest budget and 5% more are spent. Copying the model after
+    every step would cost more than the fit of a fast model.
     """
+    marks = score_marks(budgets)
+    max_seconds = max(budgets) * 1.05
     seconds = 0.0
     for n in steps:
         start = time.process_time()
         model.train(n)
-        seconds += time.process_time() - start
-        yield seconds, model.snapshot()
+        duration = time.process_time() - start
+        seconds += duration
         if seconds >= max_seconds:
+            yield seconds, model.snapshot()
             return
+        if any(seconds < mark <= seconds + 2 * duration for mark in marks):
+            yield seconds, model.snapshot()
 
 
 def gibbs_sweeps():
@@ -266,7 +280,7 @@ def gibbs_sweeps():
         yield step
 
 
-def make_runs(X_train, n_components, batch_size, seed, max_seconds):
+def make_runs(X_train, n_components, batch_size, seed, budgets):
     """The checkpoint generators of the models compared, by label.
 
     The online models are checked every ``ONLINE_CHECKPOINT_UPDATES``
@@ -307,7 +321,7 @@ def make_runs(X_train, n_components, batch_size, seed, max_seconds):
         label: timed_checkpoints(
             OnlineModel(model, X_train, seed, part_size),
             itertools.repeat(1),
-            max_seconds,
+            budgets,
         )
         for label, model in online.items()
     }
@@ -315,23 +329,27 @@ def make_runs(X_train, n_components, batch_size, seed, max_seconds):
         runs[label] = timed_checkpoints(
             TomotopyLDA(X_train, n_components, seed, optim_interval),
             gibbs_sweeps(),
-            max_seconds,
+            budgets,
         )
     return runs
 
 
 def scored_checkpoints(checkpoints, budgets):
-    """The checkpoints worth scoring: the last one before each budget and
-    before each time of a geometric ladder (0.1 s, 0.15 s, ...), and the
-    last one. Scoring every checkpoint of a fast model would cost more than
-    its fit."""
-    marks = sorted({*budgets, *(0.1 * 1.5**n for n in range(20))})
+    """The checkpoints worth scoring: the last one before each of
+    :func:`score_marks`, and the last one. Scoring every checkpoint of a
+    fast model would cost more than its fit.
+
+    Yields the seconds, the model, and whether the checkpoint is the last
+    before a budget or the last of all.
+    """
+    marks = score_marks(budgets)
     pending = None
     for seconds, model in checkpoints:
         if pending is not None and any(pending[0] <= mark < seconds for mark in marks):
-            yield pending
+            at_budget = any(pending[0] <= budget < seconds for budget in budgets)
+            yield (*pending, at_budget)
         pending = (seconds, model)
-    yield pending
+    yield (*pending, True)
 
 
 def score_curve(checkpoints, budgets, completion, alpha):
@@ -341,12 +359,15 @@ def score_curve(checkpoints, budgets, completion, alpha):
     -------
     curve : list of tuple
         (seconds, plug-in score, the model's own score): the topics scored
-        by :class:`PlugInTopics`, and by the model's own ``transform``.
+        by :class:`PlugInTopics`, and by the model's own ``transform``. The
+        own score, which only the table of the budgets shows, is computed at
+        the budgets' checkpoints alone (NaN elsewhere): tomotopy's inference
+        costs seconds.
     """
     curve = []
-    for seconds, model in scored_checkpoints(checkpoints, budgets):
+    for seconds, model, at_budget in scored_checkpoints(checkpoints, budgets):
         plug_in = held_out_log_predictive(model.components_, completion, alpha)
-        own = log_predictive(model, *completion)
+        own = log_predictive(model, *completion) if at_budget else np.nan
         curve.append((seconds, plug_in, own))
     return curve
 
@@ -418,7 +439,7 @@ def fit_and_score(args, X_train, completion, alpha):
             args.n_components,
             args.batch_size,
             seed,
-            max(args.budgets) * 1.05,
+            args.budgets,
         )
         for label, checkpoints in runs.items():
             curve = score_curve(checkpoints, args.budgets, completion, alpha)
