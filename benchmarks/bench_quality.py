@@ -34,11 +34,18 @@ first seed's curve.
 Run ``python benchmarks/bench_quality.py NewsArticles --n-components 50
 --batch-size 128``, ``python benchmarks/bench_quality.py healthtweets
 --n-components 50`` or ``python benchmarks/bench_quality.py PATH --column
-summary`` for a TSV file of texts. Needs gensim and tomotopy
-(``pip install gensim tomotopy``).
+summary`` for a TSV file of texts. ``--models`` and ``--seeds`` run a part
+of the comparison, ``--budgets`` sets how long: each run is kept in
+``results/quality_CORPUS.json`` (replacing an earlier run of the same model
+and seed) and the report is written from every run kept, so the models and
+seeds of a long comparison can be run by separate commands, at once on
+separate cores. Needs gensim and tomotopy (``pip install gensim
+tomotopy``).
 """
 
+import fcntl
 import itertools
+import json
 import time
 from copy import deepcopy
 from pathlib import Path
@@ -64,11 +71,6 @@ from tables import mean_spread, simple_table, write_results
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 ONLINE_CHECKPOINT_UPDATES = 4
 GIBBS_EVERY_SWEEP = 20
-GIBBS_ROWS = {
-    "tomotopy collapsed Gibbs, fixed priors": 0,
-    "tomotopy collapsed Gibbs, default (learned alpha)": 10,
-}
-"""tomotopy's rows: the label and its ``optim_interval``."""
 HELD_OUT_ITERATIONS = 200
 
 
@@ -280,58 +282,75 @@ def gibbs_sweeps():
         yield step
 
 
-def make_runs(X_train, n_components, batch_size, seed, budgets):
-    """The checkpoint generators of the models compared, by label.
+MODELS = {
+    "plain": "SmoothedLDA() default, plain SVI (L=1)",
+    "window": "SmoothedLDA(L=10)",
+    "filtered": "FilteredLDA() default",
+    "annealed": "AnnealedLDA() default",
+    "learned-alpha": "SmoothedLDA(L=1), learned alpha",
+    "scikit-learn": "scikit-learn online",
+    "gensim": "gensim online, auto priors",
+    "tomotopy-fixed": "tomotopy collapsed Gibbs, fixed priors",
+    "tomotopy-default": "tomotopy collapsed Gibbs, default (learned alpha)",
+}
+"""The models compared: the name ``--models`` takes, and the label of the
+tables, in the tables' order."""
+GIBBS_OPTIM_INTERVALS = {"tomotopy-fixed": 0, "tomotopy-default": 10}
+"""tomotopy's ``optim_interval`` of each of its rows."""
 
-    The online models are checked every ``ONLINE_CHECKPOINT_UPDATES``
-    updates, the sampler after each of its first sweeps and then every
-    8% more sweeps (:func:`gibbs_sweeps`).
-    """
+
+def online_model(name, X_train, n_components, batch_size, seed):
+    """The unfitted online model of ``MODELS[name]``."""
     common = dict(
         n_components=n_components,
         batch_size=batch_size,
         total_samples=X_train.shape[0],
         random_state=seed,
     )
-    online = {
-        "SmoothedLDA() default, plain SVI (L=1)": SmoothedLDA(**common),
-        "SmoothedLDA(L=10)": SmoothedLDA(L=10, **common),
-        "FilteredLDA() default": FilteredLDA(**common),
-        "AnnealedLDA() default": AnnealedLDA(**common),
-        "SmoothedLDA(L=1), learned alpha": SmoothedLDA(
-            L=1, doc_topic_prior="auto", **common
-        ),
-        "scikit-learn online": LatentDirichletAllocation(
-            learning_method="online", **common
-        ),
-        "gensim online, auto priors": GensimOnlineLDA(
-            n_components=n_components,
-            batch_size=batch_size,
-            learning_offset=10.0,
-            learning_decay=0.7,
-            max_doc_update_iter=50,
-            mean_change_tol=1e-3,
-            n_features=X_train.shape[1],
-            random_state=seed,
-            learned_priors=True,
-        ),
-    }
+    if name == "plain":
+        return SmoothedLDA(**common)
+    if name == "window":
+        return SmoothedLDA(L=10, **common)
+    if name == "filtered":
+        return FilteredLDA(**common)
+    if name == "annealed":
+        return AnnealedLDA(**common)
+    if name == "learned-alpha":
+        return SmoothedLDA(L=1, doc_topic_prior="auto", **common)
+    if name == "scikit-learn":
+        return LatentDirichletAllocation(learning_method="online", **common)
+    return GensimOnlineLDA(
+        n_components=n_components,
+        batch_size=batch_size,
+        learning_offset=10.0,
+        learning_decay=0.7,
+        max_doc_update_iter=50,
+        mean_change_tol=1e-3,
+        n_features=X_train.shape[1],
+        random_state=seed,
+        learned_priors=True,
+    )
+
+
+def make_run(name, X_train, n_components, batch_size, seed, budgets):
+    """The checkpoint generator of the model ``MODELS[name]``.
+
+    The online models are checked every ``ONLINE_CHECKPOINT_UPDATES``
+    updates, the sampler after each of its first sweeps and then every
+    8% more sweeps (:func:`gibbs_sweeps`).
+    """
+    if name in GIBBS_OPTIM_INTERVALS:
+        sampler = TomotopyLDA(
+            X_train, n_components, seed, GIBBS_OPTIM_INTERVALS[name]
+        )
+        return timed_checkpoints(sampler, gibbs_sweeps(), budgets)
+    model = online_model(name, X_train, n_components, batch_size, seed)
     part_size = ONLINE_CHECKPOINT_UPDATES * batch_size
-    runs = {
-        label: timed_checkpoints(
-            OnlineModel(model, X_train, seed, part_size),
-            itertools.repeat(1),
-            budgets,
-        )
-        for label, model in online.items()
-    }
-    for label, optim_interval in GIBBS_ROWS.items():
-        runs[label] = timed_checkpoints(
-            TomotopyLDA(X_train, n_components, seed, optim_interval),
-            gibbs_sweeps(),
-            budgets,
-        )
-    return runs
+    return timed_checkpoints(
+        OnlineModel(model, X_train, seed, part_size),
+        itertools.repeat(1),
+        budgets,
+    )
 
 
 def scored_checkpoints(checkpoints, budgets):
@@ -372,27 +391,28 @@ def score_curve(checkpoints, budgets, completion, alpha):
     return curve
 
 
-def score_at_budgets(curve, budgets, column=1):
-    """The score ``column`` of the last checkpoint within each budget (None
-    if none)."""
+def score_at_budgets(run, budgets, column=1):
+    """The score ``column`` of the last checkpoint of ``run`` within each
+    budget; None if there is none, or if the run was not given that budget."""
+    points = run["points"]
     return [
         max(
-            (point for point in curve if point[0] <= budget),
+            (point for point in points if point[0] <= budget),
             default=(None,) * 3,
         )[column]
+        if budget <= max(run["budgets"])
+        else None
         for budget in budgets
     ]
 
 
-def format_budgets(curves, budgets, column=1):
+def format_budgets(runs, budgets, column=1):
     """Mean ± standard deviation over seeds of the score ``column`` at each
-    budget."""
+    budget ("-" where a seed did not reach or run to it)."""
     rows = []
-    for label, seeds in curves.items():
+    for label, seeds in runs.items():
         cells = []
-        for scores in zip(
-            *(score_at_budgets(curve, budgets, column) for curve in seeds)
-        ):
+        for scores in zip(*(score_at_budgets(run, budgets, column) for run in seeds)):
             reached = [score for score in scores if score is not None]
             cells.append(
                 mean_spread(reached, 3) if len(reached) == len(scores) else "-"
@@ -401,17 +421,14 @@ def format_budgets(curves, budgets, column=1):
     return simple_table(["Model", *(f"{budget:g} s" for budget in budgets)], rows)
 
 
-def format_lateness(curves, budgets):
+def format_lateness(runs, budgets):
     """How far below each budget the last checkpoint within it came, at most
     over seeds, as a share of the budget."""
     rows = []
-    for label, seeds in curves.items():
+    for label, seeds in runs.items():
         cells = []
         for budget in budgets:
-            times = [
-                max((point[0] for point in curve if point[0] <= budget), default=None)
-                for curve in seeds
-            ]
+            times = [score_at_budgets(run, [budget], column=0)[0] for run in seeds]
             cells.append(
                 "-"
                 if None in times
@@ -421,35 +438,131 @@ def format_lateness(curves, budgets):
     return simple_table(["Model", *(f"{budget:g} s" for budget in budgets)], rows)
 
 
-def format_curves(curves):
+def format_curves(runs):
     """The first seed's checkpoints: CPU seconds and plug-in score."""
     rows = [
-        [label, "  ".join(f"{point[0]:.1f}s:{point[1]:.3f}" for point in seeds[0])]
-        for label, seeds in curves.items()
+        [
+            label,
+            "  ".join(f"{point[0]:.1f}s:{point[1]:.3f}" for point in seeds[0]["points"]),
+        ]
+        for label, seeds in runs.items()
     ]
     return simple_table(["Model", "CPU s : held-out log predictive"], rows)
 
 
 def fit_and_score(args, X_train, completion, alpha):
-    """The curve of :func:`score_curve` of every model and seed, by label."""
-    curves = {}
-    for seed in range(args.seeds):
-        runs = make_runs(
-            X_train,
-            args.n_components,
-            args.batch_size,
-            seed,
-            args.budgets,
-        )
-        for label, checkpoints in runs.items():
-            curve = score_curve(checkpoints, args.budgets, completion, alpha)
-            curves.setdefault(label, []).append(curve)
+    """Fit and score each model of ``args.models`` for each seed.
+
+    Yields
+    ------
+    run : dict
+        The model's ``label``, the ``seed``, the ``budgets`` and the
+        ``points`` of :func:`score_curve`.
+    """
+    for seed in args.seeds:
+        for name in args.models:
+            checkpoints = make_run(
+                name, X_train, args.n_components, args.batch_size, seed, args.budgets
+            )
+            points = score_curve(checkpoints, args.budgets, completion, alpha)
             print(
-                f"seed {seed} {label}: {curve[-1][1]:.4f}, own {curve[-1][2]:.4f} "
-                f"({curve[-1][0]:.1f} s)",
+                f"seed {seed} {MODELS[name]}: {points[-1][1]:.4f}, "
+                f"own {points[-1][2]:.4f} ({points[-1][0]:.1f} s)",
                 flush=True,
             )
-    return curves
+            yield {
+                "label": MODELS[name],
+                "seed": seed,
+                "budgets": list(args.budgets),
+                "points": [list(point) for point in points],
+            }
+
+
+class RunStore:
+    """The runs of one corpus and setting, kept in a JSON file beside the
+    report, so that models and seeds can be run by separate commands (and
+    processes) and reported together.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        The JSON file.
+    setup : str
+        What was fitted; a file written for another setup is refused.
+    """
+
+    def __init__(self, path, setup):
+        self.path = path
+        self.setup = setup
+
+    def add(self, run):
+        """Keep ``run``, replacing an earlier run of its model and seed;
+        return every run kept."""
+        with open(self.path.with_suffix(".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            runs = self._load()
+            runs = [
+                kept
+                for kept in runs
+                if (kept["label"], kept["seed"]) != (run["label"], run["seed"])
+            ]
+            runs.append(run)
+            self.path.write_text(
+                json.dumps({"setup": self.setup, "runs": runs}, indent=0)
+            )
+        return runs
+
+    def _load(self):
+        if not self.path.exists():
+            return []
+        stored = json.loads(self.path.read_text())
+        if stored["setup"] != self.setup:
+            raise ValueError(
+                f"{self.path} holds runs of another setup:\n{stored['setup']}\n"
+                "Move it away to start afresh."
+            )
+        return stored["runs"]
+
+
+def by_label(runs):
+    """The runs by label, in the order of ``MODELS``, each by seed."""
+    ordered = {}
+    for label in MODELS.values():
+        seeds = sorted(
+            (run for run in runs if run["label"] == label), key=lambda run: run["seed"]
+        )
+        if seeds:
+            ordered[label] = seeds
+    return ordered
+
+
+def write_report(path, header, runs):
+    """Print and write the tables of every run kept."""
+    runs = by_label(runs)
+    budgets = sorted({b for seeds in runs.values() for run in seeds for b in run["budgets"]})
+    seeds = sorted({run["seed"] for label_runs in runs.values() for run in label_runs})
+    scores = format_budgets(runs, budgets)
+    own = format_budgets(runs, budgets, column=2)
+    lateness = format_lateness(runs, budgets)
+    detail = format_curves(runs)
+    print(scores, own, lateness, detail, sep="\n\n")
+    write_results(
+        path,
+        [
+            f"{header}, {len(seeds)} seeds; held-out per-word log predictive at "
+            "each CPU budget, every model's topics scored by the same plug-in "
+            "inference (\"-\": the model was not run to that budget).",
+            scores,
+            "The same checkpoints scored by each model's own transform "
+            "(tomotopy: its Gibbs inference):",
+            own,
+            "How far before each budget the last checkpoint within it came "
+            "(the largest share over seeds):",
+            lateness,
+            "Checkpoints of the first seed (plug-in score):",
+            detail,
+        ],
+    )
 
 
 def main(argv=None):
@@ -461,8 +574,14 @@ def main(argv=None):
     parser.add_argument("--n-features", type=int, default=10_000)
     parser.add_argument("--n-components", type=int, default=100)
     parser.add_argument("--batch-size", type=int, default=256)
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--budgets", type=float, nargs="+", default=[1.0, 5.0, 20.0, 60.0, 300.0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument(
+        "--budgets", type=float, nargs="+", default=[1.0, 5.0, 20.0, 60.0, 300.0]
+    )
+    parser.add_argument(
+        "--models", nargs="+", choices=list(MODELS), default=list(MODELS),
+        help="the models to run; the report holds every model run so far",
+    )
     args = parser.parse_args(argv)
 
     rng = np.random.default_rng(0)
@@ -474,36 +593,17 @@ def main(argv=None):
         f"{name}: {X_train.shape[0]} training documents "
         f"({X_train.sum() / X_train.shape[0]:.1f} words each), {X.shape[1]} words, "
         f"{completion.predicted.shape[0]} held out; K={args.n_components}, "
-        f"minibatches of {args.batch_size}, {args.seeds} seeds, one thread"
+        f"minibatches of {args.batch_size}, one thread"
     )
     print(header, flush=True)
+    store = RunStore(RESULTS_DIR / f"quality_{name}.json", header)
 
     # One thread for every library, BLAS included: the fits, whose CPU time
     # is the budget, and the scoring.
     with threadpool_limits(limits=1):
-        curves = fit_and_score(args, X_train, completion, alpha)
-
-    budgets = format_budgets(curves, args.budgets)
-    own = format_budgets(curves, args.budgets, column=2)
-    lateness = format_lateness(curves, args.budgets)
-    detail = format_curves(curves)
-    print(budgets, own, lateness, detail, sep="\n\n")
-    write_results(
-        RESULTS_DIR / f"quality_{name}.rst",
-        [
-            header + "; held-out per-word log predictive at each CPU budget, "
-            "every model's topics scored by the same plug-in inference.",
-            budgets,
-            "The same checkpoints scored by each model's own transform "
-            "(tomotopy: its Gibbs inference):",
-            own,
-            "How far before each budget the last checkpoint within it came "
-            "(the largest share over seeds):",
-            lateness,
-            "Checkpoints of the first seed (plug-in score):",
-            detail,
-        ],
-    )
+        for run in fit_and_score(args, X_train, completion, alpha):
+            runs = store.add(run)
+    write_report(RESULTS_DIR / f"quality_{name}.rst", header, runs)
 
 
 if __name__ == "__main__":
