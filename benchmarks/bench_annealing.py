@@ -68,8 +68,8 @@ def make_models(b, n_train, n_epochs, seed):
         f"SVI+ B={2 * b}, M={b} to {2 * b}": AnnealedLDA(
             M=b, M_growth=growth, batch_size=2 * b, **common
         ),
-        f"SVI+ B={2 * b}, M_t=64t (the default)": AnnealedLDA(
-            batch_size=2 * b, **common
+        f"SVI+ B={2 * b}, M_t=64t": AnnealedLDA(
+            M=64, M_growth=64.0, batch_size=2 * b, **common
         ),
     }
 

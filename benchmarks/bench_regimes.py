@@ -209,7 +209,7 @@ def annealing(n_seeds):
         return {
             "plain SVI, minibatches of 1024": SmoothedLDA(L=1, **common),
             "SVI+ M=256, M_growth=20": AnnealedLDA(M=256, M_growth=20, **common),
-            "SVI+ M_t=64t (default)": AnnealedLDA(**common),
+            "SVI+ M_t=64t": AnnealedLDA(M=64, M_growth=64.0, **common),
         }
 
     def online_fit(model, seed):

@@ -92,6 +92,7 @@ def make_models(n_components, batch_size, n_train, seed):
         "FilteredLDA Student's t": FilteredLDA(learning_rate="student-t", **common),
         "FilteredLDA Gaussian": FilteredLDA(learning_rate="gaussian", **common),
         "AnnealedLDA M=64 fixed": AnnealedLDA(M=64, M_growth=0, **common),
+        "AnnealedLDA M_t=64t": AnnealedLDA(M=64, M_growth=64.0, **common),
         "FilteredLDA Student's t, published": FilteredLDA(
             learning_rate="student-t",
             prior_variance=1e3,
@@ -216,6 +217,10 @@ def main(argv=None):
         "--models", nargs="*", help="labels of the models to run (default: all)"
     )
     parser.add_argument(
+        "--results-name",
+        help="the name of the results file (default: scale_CORPUS)",
+    )
+    parser.add_argument(
         "--quick",
         action="store_true",
         help="a smoke test: 5,000 documents, one seed",
@@ -265,7 +270,7 @@ def main(argv=None):
     print(state)
     if not args.quick:
         write_results(
-            RESULTS_DIR / f"scale_{name}.rst",
+            RESULTS_DIR / f"{args.results_name or f'scale_{name}'}.rst",
             [
                 f"{name}: {n_train} training documents, {X.shape[1]} words; "
                 f"K={args.n_components}, batch {args.batch_size}, "

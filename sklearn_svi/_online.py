@@ -21,6 +21,7 @@ climbs no bound: the update is the same, what it converges to is not.
 """
 
 import copy
+import dataclasses
 import logging
 import time
 import warnings
@@ -33,10 +34,10 @@ from sklearn.utils import check_random_state, gen_batches
 from sklearn.utils._param_validation import Interval
 
 from . import _cluster
-from ._mechanisms import SmoothingWindow
-from ._threads import map_rows, prefetch, sum_rows, thread_pool
+from ._mechanisms import NoisyOptimum, SmoothingWindow
+from ._threads import prefetch, sum_rows, thread_pool
 from ._transaction import spare_like, transaction
-from ._update_fast import form_target, step_toward_target
+from ._update_fast import step_toward_target
 from ._validation import LISTED_ROWS, listed_rows
 
 # Each update's local step is timed at the DEBUG level.
@@ -366,6 +367,8 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
             weights = self._annealing(minibatch.size, step, self.random_state_)
         started = time.perf_counter()
         statistic = data.statistic(minibatch, weights, draw=step)
+        if weights is not None and weights.min() < 0:
+            statistic = dataclasses.replace(statistic, negatively_weighted=True)
         logger.debug(
             "update %d: local step of %d samples in %.6f s",
             step,
@@ -377,17 +380,14 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
         self.n_samples_seen_ += minibatch.size
 
         # lambda^ = eta + N S~_t (Mandt & Blei 2014, Alg. 1; Hoffman et al.
-        # 2013, eq. 25 when L = 1), formed as an array only for a step size
-        # that observes it; the update forms it on the fly.
-        window_sum = self._window.sum
-        scale, prior = self._target_terms(self._window, n_total)
-        target = None
-        if self._step_size.observes_target:
-            target = self._target(window_sum, scale, prior)
+        # 2013, eq. 25 when L = 1), never formed as an array: the filters and
+        # the update compute it on the fly.
+        target = self._noisy_optimum(self._window, n_total)
         rho = self._step_size(self.n_batch_iter_, target, self._natural)
-        self._move_natural(window_sum, scale, prior, rho)
-        if self._annealing is not None:
-            # Negative weights can take lambda^ out of the feasible set.
+        self._move_natural(target, rho)
+        if self._window.negatively_weighted:
+            # Negative weights can take lambda^ out of the feasible set;
+            # without them every iterate stays in it, as in plain SVI.
             self.n_projected_ += self._project_natural()
         self._after_update(rho, statistic)
 
@@ -399,7 +399,7 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
                 else self._evaluation_score(X_val)
             )
 
-    def _move_natural(self, window_sum, scale, prior, rho):
+    def _move_natural(self, target, rho):
         """lambda = (1 - rho) lambda + rho lambda^, refused if not finite.
 
         One pass over each row block writes the new lambda to a spare array
@@ -411,9 +411,7 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
             lambda span: step_toward_target(
                 self._natural,
                 updated,
-                *window_sum.restricted_to(span),
-                scale,
-                prior,
+                *target.restricted_to(span),
                 rho,
                 span.start,
                 span.stop,
@@ -429,32 +427,12 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
         self._spare_natural, self._natural = self._natural, updated
         self._natural_updated(row_sums)
 
-    def _target_terms(self, window, n_total):
-        """scale = N / (statistics in ``window``) and eta by row.
-
-        The noisy optimum is lambda^ = eta + scale * ``window.sum``.
-        """
-        scale = n_total / window.count
+    def _noisy_optimum(self, window, n_total):
+        """lambda^ = eta + N / (statistics in ``window``) * ``window.sum``."""
         prior = _prior_by_row(
             self._prior_natural(), len(self._natural), self._natural.dtype
         )
-        return scale, prior
-
-    def _target(self, window_sum, scale, prior):
-        """lambda^ = eta + scale * ``window_sum`` as an array (``_target_terms``)."""
-        target = np.empty_like(self._natural)
-        map_rows(
-            lambda span: form_target(
-                target,
-                *window_sum.restricted_to(span),
-                scale,
-                prior,
-                span.start,
-                span.stop,
-            ),
-            len(self._natural),
-        )
-        return target
+        return NoisyOptimum(window.sum, n_total / window.count, prior)
 
     def _start_step_size(self, data, n_total):
         """Start the step size's noise estimates at the initial lambda.
@@ -472,7 +450,7 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
                 rows = self.random_state_.randint(data.n_samples, size=size)
                 minibatch = data.minibatch(rows).result()
                 window.push(data.statistic(minibatch, draw=-draw))
-                yield self._target(window.sum, *self._target_terms(window, n_total))
+                yield self._noisy_optimum(window, n_total)
 
         self._step_size.start(targets(), self._natural)
 

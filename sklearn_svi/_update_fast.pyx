@@ -1,11 +1,12 @@
 # cython: boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """Compiled row operations of the shared online update.
 
-The update of lambda and of the smoothing window's running sum touch every
-value of arrays of shape (n_params, n_components) once per minibatch. NumPy
-needs a temporary array and a pass over memory per arithmetic operation (for
-lambda^, for the convex combination, and a gather, an addition and a scatter
-for each sum over some rows); these loops make one pass without the GIL, so
+The update of lambda, the filter's moments and the smoothing window's running
+sum touch every value of arrays of shape (n_params, n_components) once per
+minibatch. NumPy needs a temporary array and a pass over memory per
+arithmetic operation (for lambda^, for the convex combination, for the
+differences, and a gather, an addition and a scatter for each sum over some
+rows); these loops make one pass without the GIL and never form lambda^, so
 the threads of :mod:`sklearn_svi._threads` run them on disjoint row blocks.
 """
 
@@ -72,51 +73,6 @@ cdef inline floating _noisy_optimum(
     return total * scale + prior
 
 
-def form_target(
-    floating[:, ::1] target,
-    const Py_ssize_t[::1] rows,
-    const floating[:, ::1] block,
-    double scale,
-    const floating[:] prior,
-    Py_ssize_t start,
-    Py_ssize_t stop,
-):
-    """target = prior + scale total on rows ``start`` to ``stop - 1``.
-
-    The total is the smoothing window's sum of statistics, given by its
-    non-zero rows: a row that is not listed has total 0 and target eta.
-
-    Parameters
-    ----------
-    target : ndarray of shape (n_params, n_components)
-        Output: the noisy optimum lambda^.
-    rows : ndarray of shape (n_rows,)
-        Sorted, distinct rows of the total between ``start`` and ``stop``.
-    block : ndarray of shape (n_rows, n_components)
-        The total on those rows.
-    scale : float
-        N / (number of statistics in the window).
-    prior : ndarray of shape (n_params,)
-        eta of each row (a broadcast view when it is the same for all).
-    start, stop : int
-        The range of rows.
-    """
-    cdef Py_ssize_t n_components = target.shape[1]
-    cdef Py_ssize_t i, k, listed = 0
-    cdef floating factor = <floating> scale
-    cdef floating eta
-    with nogil:
-        for i in range(start, stop):
-            eta = prior[i]
-            if listed < rows.shape[0] and rows[listed] == i:
-                for k in range(n_components):
-                    target[i, k] = _noisy_optimum(block[listed, k], factor, eta)
-                listed += 1
-            else:
-                for k in range(n_components):
-                    target[i, k] = eta
-
-
 def step_toward_target(
     const floating[:, ::1] natural,
     floating[:, ::1] updated,
@@ -130,9 +86,10 @@ def step_toward_target(
 ):
     """updated = (1 - rho) natural + rho (prior + scale total) on rows ``start`` to ``stop - 1``.
 
-    The convex combination with the noisy optimum of :func:`form_target`,
-    computed on the fly: one pass over lambda and the listed rows of the
-    total, with no array for lambda^. The same pass sums the updated rows.
+    The convex combination with the noisy optimum lambda^ = eta + scale
+    total, computed on the fly: one pass over lambda and the listed rows of
+    the total, with no array for lambda^. The same pass sums the updated
+    rows.
     Written to an array of its own, the update leaves lambda as it was until
     the caller adopts the result.
 
@@ -142,8 +99,15 @@ def step_toward_target(
         lambda, read only.
     updated : ndarray of shape (n_params, n_components)
         Output: the updated lambda on rows ``start`` to ``stop - 1``.
-    rows, block, scale, prior :
-        As in :func:`form_target`.
+    rows : ndarray of shape (n_rows,)
+        Sorted, distinct rows of the total between ``start`` and ``stop``;
+        a row that is not listed has total 0 and lambda^ = eta.
+    block : ndarray of shape (n_rows, n_components)
+        The total on those rows.
+    scale : float
+        N / (number of statistics in the window).
+    prior : ndarray of shape (n_params,)
+        eta of each row (a broadcast view when it is the same for all).
     rho : float
         The step size.
     start, stop : int
@@ -184,7 +148,10 @@ def step_toward_target(
 
 
 def observe_difference(
-    const floating[:, ::1] target,
+    const Py_ssize_t[::1] rows,
+    const floating[:, ::1] block,
+    double scale,
+    const floating[:] prior,
     const floating[:, ::1] current,
     const floating[:, ::1] mean,
     floating[:, ::1] updated_mean,
@@ -193,17 +160,19 @@ def observe_difference(
     Py_ssize_t start,
     Py_ssize_t stop,
 ):
-    """Fold d = target - current into the filter's average g on rows ``start`` to ``stop - 1``.
+    """Fold d = lambda^ - current into the filter's average g on rows ``start`` to ``stop - 1``.
 
     updated_mean = decay mean + d / window (Houlsby & Blei 2014, Alg. 1),
-    in one pass that also sums ||d||^2 and ||g||^2 in float64. A BLAS dot
-    product would start threads of its own inside the threads of
-    :mod:`sklearn_svi._threads`, and its sum would depend on their number.
+    in one pass that forms lambda^ = eta + scale total on the fly, as
+    :func:`step_toward_target` does, and sums ||d||^2 and ||g||^2 in
+    float64. A BLAS dot product would start threads of its own inside the
+    threads of :mod:`sklearn_svi._threads`, and its sum would depend on
+    their number.
 
     Parameters
     ----------
-    target : ndarray of shape (n_params, n_components)
-        The noisy optimum lambda^.
+    rows, block, scale, prior :
+        The noisy optimum lambda^, as in :func:`step_toward_target`.
     current : ndarray of shape (n_params, n_components)
         lambda before the update.
     mean : ndarray of shape (n_params, n_components)
@@ -222,18 +191,31 @@ def observe_difference(
     squared_norms : ndarray of shape (2,)
         ||d||^2 and ||g||^2 over the rows.
     """
-    cdef Py_ssize_t n_components = target.shape[1]
-    cdef Py_ssize_t i, k
+    cdef Py_ssize_t n_components = current.shape[1]
+    cdef Py_ssize_t i, k, listed = 0
+    cdef floating factor = <floating> scale
     cdef floating keep = <floating> decay
     cdef floating share = <floating> (1.0 / window)
-    cdef floating difference, average
+    cdef floating eta, difference, average
     cdef double squared_distance = 0.0, squared_mean_norm = 0.0
     with nogil:
         for i in range(start, stop):
-            for k in range(n_components):
-                difference = target[i, k] - current[i, k]
-                average = keep * mean[i, k] + share * difference
-                updated_mean[i, k] = average
-                squared_distance += <double> difference * difference
-                squared_mean_norm += <double> average * average
+            eta = prior[i]
+            if listed < rows.shape[0] and rows[listed] == i:
+                for k in range(n_components):
+                    difference = (
+                        _noisy_optimum(block[listed, k], factor, eta) - current[i, k]
+                    )
+                    average = keep * mean[i, k] + share * difference
+                    updated_mean[i, k] = average
+                    squared_distance += <double> difference * difference
+                    squared_mean_norm += <double> average * average
+                listed += 1
+            else:
+                for k in range(n_components):
+                    difference = eta - current[i, k]
+                    average = keep * mean[i, k] + share * difference
+                    updated_mean[i, k] = average
+                    squared_distance += <double> difference * difference
+                    squared_mean_norm += <double> average * average
     return np.array([squared_distance, squared_mean_norm], dtype=np.float64)

@@ -130,6 +130,40 @@ def test_projection_keeps_lambda_feasible_at_M_1():
     assert np.all(np.isfinite(model.transform(X[:10])))
 
 
+@pytest.mark.parametrize("window_length", [1, 3])
+def test_projection_runs_only_while_the_window_holds_negative_weights(
+    planted_corpus, monkeypatch, window_length
+):
+    # M_t = 8 + 28 (t - 1) reaches the minibatch size at t = 3: updates 1
+    # and 2 are annealed, and their statistics stay in a window of L for
+    # L - 1 more updates; after that every iterate is feasible as in plain
+    # SVI and the projection's pass over lambda is skipped.
+    from sklearn_svi import SVIGaussianMixture
+
+    X = planted_corpus[0]
+    projected_at = []
+    if window_length == 1:
+        model = AnnealedLDA(**dict(COMMON, batch_size=64, M=8, M_growth=28.0))
+        data = X[: 64 * 8]
+    else:
+        model = SVIGaussianMixture(
+            n_components=3, batch_size=64, L=window_length, M=8, M_growth=28.0,
+            random_state=0,
+        )
+        data = np.random.RandomState(0).normal(size=(64 * 8, 2))
+    project = type(model)._project_natural
+
+    def counted(self):
+        projected_at.append(self.n_batch_iter_)
+        return project(self)
+
+    monkeypatch.setattr(type(model), "_project_natural", counted)
+    for start in range(0, data.shape[0], 64):
+        model.partial_fit(data[start : start + 64])
+    assert model.n_batch_iter_ == 8
+    assert projected_at == list(range(1, 3 + window_length - 1))
+
+
 def test_growing_M_ends_as_plain_svi(planted_corpus):
     X = planted_corpus[0]
     model = AnnealedLDA(**dict(COMMON, batch_size=100, M=10, M_growth=45.0))
@@ -201,15 +235,17 @@ def test_batch_mode_with_annealing_ends_as_batch_vb(planted_corpus):
     assert np.all(np.diff(quiet) > -1e-9 * np.abs(quiet[1:]))
 
 
-def test_default_schedule_ends_as_plain_svi():
-    # The default, M_t = 64 t: minibatches of 128 get the noise of 64
-    # documents in the first update and none later, minibatches of 256
-    # noise in the first three. A fixed M would keep the noise of M
-    # documents to the end.
-    annealing = AnnealedLDA()._mechanism_settings().build_annealing()
+@pytest.mark.parametrize("batch_size", [128, 256, 1024])
+def test_default_schedule_anneals_three_updates_then_is_plain_svi(batch_size):
+    # The default, M_t = (batch_size // 4) t: the first update gets the noise
+    # of a quarter of the minibatch (weights of variance 3), the next two
+    # less, and from the fourth on there is none. A fixed M would keep the
+    # noise of M documents to the end.
+    model = AnnealedLDA(batch_size=batch_size)
+    annealing = model._mechanism_settings().build_annealing()
     rng = np.random.RandomState(0)
-    weights = annealing(128, 1, rng)
-    assert weights is not None and weights.var() == pytest.approx(1.0, rel=0.3)
-    assert all(annealing(128, step, rng) is None for step in range(2, 200))
-    assert all(annealing(256, step, rng) is not None for step in (1, 2, 3))
-    assert all(annealing(256, step, rng) is None for step in range(4, 200))
+    weights = annealing(batch_size, 1, rng)
+    assert weights is not None and weights.var() == pytest.approx(3.0, rel=0.3)
+    assert all(annealing(batch_size, step, rng) is not None for step in (2, 3))
+    assert all(annealing(batch_size, step, rng) is None for step in range(4, 200))
+    assert model.get_params()["M"] == "auto"

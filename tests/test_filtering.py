@@ -12,13 +12,22 @@ from sklearn_svi._mechanisms import (
     FilteredStepSize,
     GaussianFilter,
     Mechanisms,
+    NoisyOptimum,
     RobbinsMonroStepSize,
     StepSize,
+    SparseStatistic,
     StudentTFilter,
 )
 from sklearn_svi._mechanisms._step_sizes import _Schedule
 
 PARAMS = dict(n_components=4, batch_size=50, total_samples=600, random_state=0)
+
+
+def as_optimum(target):
+    """The dense array ``target`` as the noisy optimum the step sizes read."""
+    rows = np.arange(len(target))
+    prior = np.zeros(len(target), dtype=target.dtype)
+    return NoisyOptimum(SparseStatistic(rows, target), 1.0, prior)
 
 
 def gains(filter, drift, noise, squared_distances):
@@ -86,7 +95,8 @@ def simulated_gains(
         floor=floor,
     )
     step_size.start(
-        [optimum + rng.normal(0.0, 1.0, optimum.shape) for _ in range(5)], current
+        [as_optimum(optimum + rng.normal(0.0, 1.0, optimum.shape)) for _ in range(5)],
+        current,
     )
     observed = []
     for t in range(1, n_updates + 1):
@@ -94,7 +104,7 @@ def simulated_gains(
         if t == outlier_at:
             noise *= 10.0
         target = optimum + noise
-        rho = step_size(t, target, current)
+        rho = step_size(t, as_optimum(target), current)
         current = (1.0 - rho) * current + rho * target
         observed.append(rho)
     return np.array(observed)
@@ -175,10 +185,10 @@ def test_corrected_estimates_of_drift_and_noise_are_unbiased():
             )
             current = np.zeros_like(mean)
             draws = mean + rng.normal(0.0, np.sqrt(noise), (6, *mean.shape))
-            step_size.start(draws[:3], current)
+            step_size.start(map(as_optimum, draws[:3]), current)
             for t, target in enumerate(draws[3:], start=1):
                 step_size.window = 1.0 + t  # a growing window, as rho falls
-                step_size._observe(target, current)
+                step_size._observe(as_optimum(target), current)
             estimates[corrected].append([step_size.drift, step_size.noise])
     drift, noise_estimate = np.mean(estimates[True], axis=0)
     spread = np.std(estimates[True], axis=0) / np.sqrt(n_runs)
@@ -197,7 +207,7 @@ def test_adaptive_gain_is_the_ratio_of_the_averages():
     current = rng.normal(size=shape)
     starts = [current + rng.normal(1.0, 2.0, shape) for _ in range(4)]
     step_size = FilteredStepSize(AdaptiveGain(), shape, np.float64, 4, corrected=False)
-    step_size.start(starts, current)
+    step_size.start(map(as_optimum, starts), current)
     mean = np.mean([start - current for start in starts], axis=0)
     mean_norm = np.mean([np.sum((start - current) ** 2) for start in starts])
     window = 4.0
@@ -209,7 +219,7 @@ def test_adaptive_gain_is_the_ratio_of_the_averages():
         difference = target - current
         mean = (1 - 1 / window) * mean + difference / window
         mean_norm = (1 - 1 / window) * mean_norm + np.sum(difference**2) / window
-        rho = step_size(t, target, current)
+        rho = step_size(t, as_optimum(target), current)
         assert rho == pytest.approx(np.sum(mean**2) / mean_norm, rel=1e-12)
         assert step_size.drift == pytest.approx(np.sum(mean**2) / current.size)
         assert step_size.noise == pytest.approx(

@@ -19,7 +19,11 @@ from sklearn_svi._threads import (
     thread_count,
     thread_pool,
 )
-from sklearn_svi._update_fast import form_target, replace_rows, step_toward_target
+from sklearn_svi._update_fast import (
+    observe_difference,
+    replace_rows,
+    step_toward_target,
+)
 
 
 @pytest.mark.parametrize("n_jobs", [1, 2, 3])
@@ -168,7 +172,7 @@ def test_replace_rows_matches_two_passes_of_numpy(dtype):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("by_row", [False, True], ids=["scalar-prior", "row-prior"])
 @pytest.mark.parametrize("all_rows", [False, True], ids=["some-rows", "all-rows"])
-def test_target_and_step_match_numpy_on_their_rows(dtype, by_row, all_rows):
+def test_moments_and_step_match_numpy_on_their_rows(dtype, by_row, all_rows):
     rng = np.random.default_rng(1)
     natural = rng.random((30, 4)).astype(dtype)
     total = rng.random((30, 4)).astype(dtype)
@@ -188,10 +192,23 @@ def test_target_and_step_match_numpy_on_their_rows(dtype, by_row, all_rows):
     expected_target = prior[:, np.newaxis] + scale * total
     tolerance = np.finfo(dtype).eps * 4
 
-    target = np.zeros_like(natural)
-    form_target(target, *window_sum.restricted_to(span), scale, prior, 5, 20)
-    np.testing.assert_allclose(target[span], expected_target[span], rtol=tolerance)
-    assert not target[:5].any() and not target[20:].any()
+    # The filter's moments: d = lambda^ - lambda folded into the average g.
+    mean = rng.random((30, 4)).astype(dtype)
+    updated_mean = np.zeros_like(mean)
+    decay, window = 0.75, 4.0
+    difference = expected_target[span] - natural[span]
+    expected_mean = decay * mean[span] + difference / window
+    norms = observe_difference(
+        *window_sum.restricted_to(span), scale, prior, natural, mean, updated_mean,
+        decay, window, 5, 20,
+    )
+    np.testing.assert_allclose(updated_mean[span], expected_mean, rtol=tolerance * 4)
+    np.testing.assert_allclose(
+        norms,
+        [np.sum(difference.astype(np.float64) ** 2), np.sum(expected_mean.astype(np.float64) ** 2)],
+        rtol=tolerance * 16,
+    )
+    assert not updated_mean[:5].any() and not updated_mean[20:].any()
 
     before = natural.copy()
     expected = (1.0 - rho) * natural[span] + rho * expected_target[span]

@@ -22,6 +22,7 @@ from ._smoothing import SmoothingWindow, SparseStatistic
 from ._step_sizes import (
     ConstantStepSize,
     FilteredStepSize,
+    NoisyOptimum,
     RobbinsMonroStepSize,
     StepSize,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "FilteredStepSize",
     "GaussianFilter",
     "Mechanisms",
+    "NoisyOptimum",
     "RobbinsMonroStepSize",
     "SmoothingWindow",
     "SparseStatistic",

@@ -24,11 +24,15 @@ class SparseStatistic:
     sample_mean : ndarray of shape (n_values,) or None, default=None
         The minibatch mean of a per-sample vector that the model reads after
         the update, outside lambda (LDA learning alpha: E[log theta_d]).
+    negatively_weighted : bool, default=False
+        Whether some sample entered with a negative annealing weight, which
+        can take the noisy optimum out of the model's feasible set.
     """
 
     rows: np.ndarray
     block: np.ndarray
     sample_mean: np.ndarray | None = None
+    negatively_weighted: bool = False
 
     @property
     def nbytes(self):
@@ -119,6 +123,7 @@ class SmoothingWindow:
         statistic = SparseStatistic(
             np.asarray(statistic.rows, dtype=np.intp),
             np.ascontiguousarray(statistic.block, dtype=self.dtype),
+            negatively_weighted=statistic.negatively_weighted,
         )
         oldest = self.queue[0] if len(self.queue) == self.length else None
         total = None if self._running_sum is None else self._running_sum.block
@@ -154,6 +159,11 @@ class SmoothingWindow:
             if changed_block is not None:
                 self._running_sum.block[changed_rows] = changed_block
         self._undo = []
+
+    @property
+    def negatively_weighted(self):
+        """Whether a statistic in the window had a negative annealing weight."""
+        return any(statistic.negatively_weighted for statistic in self.queue)
 
     @property
     def count(self):

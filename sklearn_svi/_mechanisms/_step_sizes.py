@@ -1,5 +1,6 @@
 """Step sizes of the update: schedules, and the filtered step size."""
 
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -7,6 +8,34 @@ import numpy as np
 from .._threads import sum_rows
 from .._transaction import spare_like
 from .._update_fast import observe_difference
+
+
+@dataclass(frozen=True)
+class NoisyOptimum:
+    """The noisy optimum lambda^ = eta + scale * total, never formed as an array.
+
+    lambda^ is as large as lambda but differs from eta only on the rows of
+    the window's total, so the compiled passes that read it (the convex
+    combination and the filter's moments) compute it on the fly.
+
+    Parameters
+    ----------
+    total : SparseStatistic
+        The smoothing window's sum of statistics.
+    scale : float
+        N / (number of statistics in the window).
+    prior : ndarray of shape (n_params,)
+        eta of each row (a broadcast view when it is the same for all).
+    """
+
+    total: object
+    scale: float
+    prior: np.ndarray
+
+    def restricted_to(self, span):
+        """The rows and block of the total in the slice ``span``, the scale
+        and the prior: the arguments of the compiled passes."""
+        return (*self.total.restricted_to(span), self.scale, self.prior)
 
 
 @runtime_checkable
@@ -18,20 +47,17 @@ class StepSize(Protocol):
     monte_carlo_batches : int
         Number of minibatches drawn at the initial lambda whose noisy optima
         ``start`` receives before the first update; 0 for none.
-    observes_target : bool
-        Whether the step size reads the noisy optimum lambda^_t, which the
-        update then forms as an array for it.
     """
 
     monte_carlo_batches: int
-    observes_target: bool
 
     def start(self, targets, current):
-        """Take in the noisy optima ``targets`` drawn at lambda = ``current``."""
+        """Take in the noisy optima ``targets`` (:class:`NoisyOptimum`)
+        drawn at lambda = ``current``."""
 
     def __call__(self, step, target, current):
         """rho_t of update number ``step`` from lambda = ``current`` toward
-        ``target`` (None unless ``observes_target``)."""
+        the :class:`NoisyOptimum` ``target``."""
 
     def state(self):
         """The state the user sees, a dict of floats."""
@@ -50,7 +76,6 @@ class _Schedule:
     """A step size that depends on the update number alone."""
 
     monte_carlo_batches = 0
-    observes_target = False
 
     def start(self, targets, current):
         """Nothing to start: a schedule draws no minibatches."""
@@ -145,9 +170,8 @@ class FilteredStepSize:
 
     Before the first update, ``start`` sets g and h to plain means over
     ``monte_carlo_batches`` minibatches drawn at the initial lambda, and
-    tau to their number, as Ranganath et al. do. Its ``observes_target`` is
-    true: the online update forms lambda^ as an array for it, which it does
-    not for the schedules.
+    tau to their number, as Ranganath et al. do. d_t is summed in one
+    compiled pass that forms lambda^ on the fly, never as an array.
 
     With a ``floor`` (the package's variant) the step is never below that
     floor's step of the same update: the filter can raise the step above a
@@ -170,8 +194,6 @@ class FilteredStepSize:
     floor : RobbinsMonroStepSize, ConstantStepSize or None, default=None
         The schedule whose steps bound the step from below; None for none.
     """
-
-    observes_target = True
 
     def __init__(
         self,
@@ -205,7 +227,7 @@ class FilteredStepSize:
 
         Parameters
         ----------
-        targets : iterable of ndarray
+        targets : iterable of NoisyOptimum
             Noisy optima lambda^ of minibatches drawn at lambda = ``current``.
         current : ndarray
             The initial lambda.
@@ -221,7 +243,7 @@ class FilteredStepSize:
         ----------
         step : int
             The update number t, from 1.
-        target : ndarray
+        target : NoisyOptimum
             The noisy optimum lambda^_t.
         current : ndarray
             lambda before the update, the filter's mean mu_{t-1}.
@@ -246,7 +268,7 @@ class FilteredStepSize:
         updated_mean = spare_like(self.mean_difference, self._spare_mean)
         squared_distance, squared_mean_norm = sum_rows(
             lambda span: observe_difference(
-                target,
+                *target.restricted_to(span),
                 current,
                 self.mean_difference,
                 updated_mean,
