@@ -62,11 +62,14 @@ def make_models(batch_size, n_train, seed):
         random_state=seed,
     )
     models = {
-        "Adaptive (the default)": FilteredLDA(**common),
+        "Adaptive": FilteredLDA(learning_rate="adaptive", **common),
         "Student's t filter": FilteredLDA(learning_rate="student-t", **common),
-        "Gaussian filter": FilteredLDA(learning_rate="gaussian", **common),
+        "Gaussian filter (the default)": FilteredLDA(**common),
         "Adaptive, published": FilteredLDA(
-            bias_correction=False, min_step_size=None, **common
+            learning_rate="adaptive",
+            bias_correction=False,
+            min_step_size=None,
+            **common,
         ),
         "Student's t filter, published": FilteredLDA(
             learning_rate="student-t",

@@ -145,16 +145,21 @@ def filtering(texts, n_documents, n_seeds):
             random_state=seed,
         )
         collapsed = dict(common, local_step="cvb0")
+        adaptive = dict(common, learning_rate="adaptive")
         return {
             "plain SVI: SmoothedLDA(L=1)": SmoothedLDA(L=1, **common),
-            "FilteredLDA() default": FilteredLDA(**common),
+            "FilteredLDA adaptive": FilteredLDA(**adaptive),
             "FilteredLDA Student's t": FilteredLDA(learning_rate="student-t", **common),
-            "FilteredLDA, no lower bound": FilteredLDA(min_step_size=None, **common),
+            "FilteredLDA adaptive, unbounded": FilteredLDA(
+                min_step_size=None, **adaptive
+            ),
             "SmoothedLDA() default": SmoothedLDA(**common),
             "plain SVI, collapsed step": SmoothedLDA(L=1, **collapsed),
-            "FilteredLDA(), collapsed step": FilteredLDA(**collapsed),
-            "FilteredLDA, collapsed, no lower bound": FilteredLDA(
-                min_step_size=None, **collapsed
+            "FilteredLDA adaptive, collapsed step": FilteredLDA(
+                **dict(adaptive, local_step="cvb0")
+            ),
+            "FilteredLDA adaptive, collapsed, unbounded": FilteredLDA(
+                min_step_size=None, **dict(adaptive, local_step="cvb0")
             ),
         }
 

@@ -90,7 +90,7 @@ def make_models(n_components, batch_size, n_train, seed):
         "AnnealedLDA() default": AnnealedLDA(**common),
         "FilteredLDA() default": FilteredLDA(**common),
         "FilteredLDA Student's t": FilteredLDA(learning_rate="student-t", **common),
-        "FilteredLDA Gaussian": FilteredLDA(learning_rate="gaussian", **common),
+        "FilteredLDA adaptive": FilteredLDA(learning_rate="adaptive", **common),
         "AnnealedLDA M=64 fixed": AnnealedLDA(M=64, M_growth=0, **common),
         "AnnealedLDA M_t=64t": AnnealedLDA(M=64, M_growth=64.0, **common),
         "FilteredLDA Student's t, published": FilteredLDA(
@@ -101,7 +101,10 @@ def make_models(n_components, batch_size, n_train, seed):
             **common,
         ),
         "FilteredLDA adaptive, published": FilteredLDA(
-            bias_correction=False, min_step_size=None, **common
+            learning_rate="adaptive",
+            bias_correction=False,
+            min_step_size=None,
+            **common,
         ),
     }
 

@@ -55,13 +55,14 @@ QUALITY_ROWS = {
             "tomotopy collapsed Gibbs, default (learned alpha)"
         ),
     }
-    for corpus in ("healthtweets", "NewsArticles")
+    for corpus in ("healthtweets", "NewsArticles", "npm")
 }
 """For each corpus of ``quality_CORPUS.rst``, README's label of each row
 shown and the label of that row in the results."""
 
 FILTERING_ROWS = {
-    "Adaptive rate (the default)": "Adaptive (the default)",
+    "Adaptive rate": "Adaptive",
+    "Gaussian filter (the default)": "Gaussian filter (the default)",
     "Student's t filter": "Student's t filter",
     "Best constant step (0.1, in hindsight)": "Constant 1e-01 (best constant)",
     "Adaptive rate, published estimates": "Adaptive, published",
@@ -92,7 +93,7 @@ def quality_against_tomotopy():
 
     The means over seeds of the first table of each ``quality_CORPUS.rst``
     (``bench_quality.py``), one row per entry of ``QUALITY_ROWS``; "-"
-    where a model had no checkpoint within the budget.
+    where a model had no checkpoint within the budget or was not run to it.
     """
     budgets = results_table(f"quality_{next(iter(QUALITY_ROWS))}").header[1:]
     rows = []
