@@ -284,6 +284,7 @@ def gibbs_sweeps():
 
 MODELS = {
     "plain": "SmoothedLDA() default, plain SVI (L=1)",
+    "slower-decay": "SmoothedLDA(learning_decay=0.6)",
     "window": "SmoothedLDA(L=10)",
     "filtered": "FilteredLDA() default",
     "annealed": "AnnealedLDA() default",
@@ -309,6 +310,8 @@ def online_model(name, X_train, n_components, batch_size, seed):
     )
     if name == "plain":
         return SmoothedLDA(**common)
+    if name == "slower-decay":
+        return SmoothedLDA(learning_decay=0.6, **common)
     if name == "window":
         return SmoothedLDA(L=10, **common)
     if name == "filtered":
