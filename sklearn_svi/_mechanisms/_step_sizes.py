@@ -7,6 +7,7 @@ import numpy as np
 
 from .._threads import sum_rows
 from .._transaction import spare_like
+from ._smoothing import SparseStatistic
 from .._update_fast import observe_difference
 
 
@@ -28,7 +29,7 @@ class NoisyOptimum:
         eta of each row (a broadcast view when it is the same for all).
     """
 
-    total: object
+    total: SparseStatistic
     scale: float
     prior: np.ndarray
 
