@@ -1,6 +1,7 @@
 """Priors learned online: alpha per update, eta per pass (empirical Bayes)."""
 
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -157,14 +158,27 @@ def test_learned_alpha_recovers_the_planted_prior(local_step):
         batch_size=500,
         max_iter=20,
         random_state=0,
-    ).fit(X)
+    )
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "doc_topic_prior=", UserWarning)
+        model.fit(X)
     assert model.doc_topic_prior_.mean() == pytest.approx(0.2, rel=0.2)
 
 
-def test_learned_eta_with_the_collapsed_step_warns(planted_corpus):
-    model = SmoothedLDA(n_components=4, topic_word_prior="auto", random_state=0)
-    with pytest.warns(UserWarning, match="overestimates eta"):
+@pytest.mark.parametrize(
+    "prior, message",
+    [
+        ("doc_topic_prior", "lowers the held-out fit"),
+        ("topic_word_prior", "overestimates eta"),
+    ],
+)
+def test_learned_prior_with_the_collapsed_step_warns(planted_corpus, prior, message):
+    model = SmoothedLDA(n_components=4, random_state=0, **{prior: "auto"})
+    with pytest.warns(UserWarning, match=message):
         model.fit(planted_corpus[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model.set_params(local_step="vb").fit(planted_corpus[0])
 
 
 @pytest.mark.parametrize("scale", [1.0, 0.4])

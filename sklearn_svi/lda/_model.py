@@ -180,7 +180,27 @@ class _OnlineLDA(
         return np.ascontiguousarray(topic_word.T, dtype=X.dtype)
 
     def _initialize_online(self, X, n_total, mechanisms):
-        if self.topic_word_prior == "auto" and self.local_step == "cvb0":
+        if self.local_step == "cvb0":
+            self._warn_learned_priors_of_collapsed_step()
+        self.doc_topic_prior_ = np.full(
+            self.n_components, self._initial_prior(self.doc_topic_prior)
+        )
+        self.topic_word_prior_ = self._initial_prior(self.topic_word_prior)
+        super()._initialize_online(X, n_total, mechanisms)
+        self._topic_totals = self._sum_topics()
+
+    def _warn_learned_priors_of_collapsed_step(self):
+        """Warn about the learned priors that cost the collapsed step."""
+        if self.doc_topic_prior == "auto":
+            warnings.warn(
+                'doc_topic_prior="auto" with local_step="cvb0" lowers the '
+                "held-out fit: on the three benchmark corpora it was 0.01 to "
+                "0.17 nats per word below a fixed alpha = 1/K. alpha itself is "
+                "learned without bias; pass a fixed doc_topic_prior for the "
+                "best topics.",
+                UserWarning,
+            )
+        if self.topic_word_prior == "auto":
             warnings.warn(
                 'topic_word_prior="auto" with local_step="cvb0" overestimates '
                 "eta: on documents drawn with eta=0.05 it learned 0.13 to "
@@ -188,12 +208,6 @@ class _OnlineLDA(
                 'topic_word_prior, or use local_step="vb" to learn it.',
                 UserWarning,
             )
-        self.doc_topic_prior_ = np.full(
-            self.n_components, self._initial_prior(self.doc_topic_prior)
-        )
-        self.topic_word_prior_ = self._initial_prior(self.topic_word_prior)
-        super()._initialize_online(X, n_total, mechanisms)
-        self._topic_totals = self._sum_topics()
 
     def _start_key(self, draw):
         """The key of the documents' starts in minibatch number ``draw``.
