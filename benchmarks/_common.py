@@ -145,6 +145,7 @@ class GensimOnlineLDA:
     ):
         from gensim.models import LdaModel
 
+        self.batch_size = batch_size
         self.model = LdaModel(
             num_topics=n_components,
             id2word={word: str(word) for word in range(n_features)},

@@ -8,7 +8,9 @@ the label says so; tomotopy has two rows: alpha fixed, ``optim_interval=0``, and
 its default, which learns alpha every 10 sweeps). Each model is stopped at
 checkpoints fine enough that each budget is scored at most a tenth before
 its time: the online methods every 4 updates on the same shuffled
-documents, tomotopy's collapsed Gibbs sampler after each of its first 20
+documents (a diagnostic row, batch CVB0, which updates with all documents
+at once and a step of 1, after each pass: the fixed point the online
+collapsed updates approach), tomotopy's collapsed Gibbs sampler after each of its first 20
 sweeps and then after 8% more sweeps each time (a single sweep of
 tomotopy's default, which learns alpha, can take longer than a tenth of the
 first budgets). Only the training calls are timed (CPU seconds).
@@ -289,6 +291,7 @@ MODELS = {
     "filtered": "FilteredLDA() default",
     "annealed": "AnnealedLDA() default",
     "learned-alpha": "SmoothedLDA(L=1), learned alpha",
+    "batch": "batch CVB0: SmoothedLDA, all documents per update, step 1",
     "scikit-learn": "scikit-learn online",
     "gensim": "gensim online, auto priors",
     "tomotopy-fixed": "tomotopy collapsed Gibbs, fixed priors",
@@ -320,6 +323,10 @@ def online_model(name, X_train, n_components, batch_size, seed):
         return AnnealedLDA(**common)
     if name == "learned-alpha":
         return SmoothedLDA(L=1, doc_topic_prior="auto", **common)
+    if name == "batch":
+        return SmoothedLDA(
+            **{**common, "batch_size": X_train.shape[0]}, learning_rate=1.0
+        )
     if name == "scikit-learn":
         return LatentDirichletAllocation(learning_method="online", **common)
     return GensimOnlineLDA(
@@ -339,8 +346,9 @@ def make_run(name, X_train, n_components, batch_size, seed, budgets):
     """The checkpoint generator of the model ``MODELS[name]``.
 
     The online models are checked every ``ONLINE_CHECKPOINT_UPDATES``
-    updates, the sampler after each of its first sweeps and then every
-    8% more sweeps (:func:`gibbs_sweeps`).
+    updates (batch CVB0 after each of its passes), the sampler after each
+    of its first sweeps and then every 8% more sweeps
+    (:func:`gibbs_sweeps`).
     """
     if name in GIBBS_OPTIM_INTERVALS:
         sampler = TomotopyLDA(
@@ -348,7 +356,7 @@ def make_run(name, X_train, n_components, batch_size, seed, budgets):
         )
         return timed_checkpoints(sampler, gibbs_sweeps(), budgets)
     model = online_model(name, X_train, n_components, batch_size, seed)
-    part_size = ONLINE_CHECKPOINT_UPDATES * batch_size
+    part_size = min(ONLINE_CHECKPOINT_UPDATES * model.batch_size, X_train.shape[0])
     return timed_checkpoints(
         OnlineModel(model, X_train, seed, part_size),
         itertools.repeat(1),
