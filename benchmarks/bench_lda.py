@@ -198,9 +198,12 @@ def make_models(settings, n_features):
     models : dict of str to estimator
         Unfitted models by label, scikit-learn's first.
     """
-    # The collapsed step with its own number of sweeps, max_doc_update_iter="auto".
-    default_local_step = {
-        key: value for key, value in settings.items() if key != "max_doc_update_iter"
+    # The default: the collapsed step with its own number of sweeps
+    # (max_doc_update_iter="auto") and its own learning_decay.
+    default_settings = {
+        key: value
+        for key, value in settings.items()
+        if key not in ("max_doc_update_iter", "learning_decay")
     }
     return {
         REFERENCE: LatentDirichletAllocation(
@@ -208,7 +211,7 @@ def make_models(settings, n_features):
         ),
         "SmoothedLDA L=1": plain_svi(1, **settings),
         "SmoothedLDA L=10": SmoothedLDA(L=10, local_step="vb", n_jobs=1, **settings),
-        "SmoothedLDA() default": SmoothedLDA(n_jobs=1, **default_local_step),
+        "SmoothedLDA() default": SmoothedLDA(n_jobs=1, **default_settings),
         "SmoothedLDA L=1 n_jobs=2": plain_svi(2, **settings),
         "scikit-learn online float32": Float32Input(
             LatentDirichletAllocation(learning_method="online", n_jobs=1, **settings)
@@ -545,8 +548,9 @@ def run_facts(setup, X, vocabulary):
         f"Settings: K={N_COMPONENTS}, batch_size={BATCH_SIZE}, "
         f"{setup.n_epochs} epochs, "
         "alpha=eta=1/K, learning_offset=10, learning_decay=0.7, "
-        f"max_doc_update_iter=100, mean_change_tol=1e-3; {len(setup.seeds)} "
-        "seed(s); BLAS limited to one thread.",
+        f"max_doc_update_iter=100, mean_change_tol=1e-3 (SmoothedLDA() "
+        "default: its own learning_decay=0.6 and sweeps); "
+        f"{len(setup.seeds)} seed(s); BLAS limited to one thread.",
     ]
 
 

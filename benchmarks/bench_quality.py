@@ -10,10 +10,10 @@ checkpoints fine enough that each budget is scored at most a tenth before
 its time: the online methods every 4 updates on the same shuffled
 documents (a diagnostic row, batch CVB0, which updates with all documents
 at once and a step of 1, after each pass: the fixed point the online
-collapsed updates approach), tomotopy's collapsed Gibbs sampler after each of its first 20
-sweeps and then after 8% more sweeps each time (a single sweep of
-tomotopy's default, which learns alpha, can take longer than a tenth of the
-first budgets). Only the training calls are timed (CPU seconds).
+collapsed updates approach), tomotopy's collapsed Gibbs sampler after each
+of its first 20 sweeps and then after 8% more sweeps each time (a single
+sweep of tomotopy's default, which learns alpha, can take longer than a
+tenth of the first budgets). Only the training calls are timed (CPU seconds).
 
 At each checkpoint the topics are scored by one held-out procedure, the
 same for every library: each topic's word distribution is its normalised
@@ -36,8 +36,8 @@ first seed's curve.
 Run ``python benchmarks/bench_quality.py NewsArticles --n-components 50
 --batch-size 128``, ``python benchmarks/bench_quality.py healthtweets
 --n-components 50`` or ``python benchmarks/bench_quality.py PATH --column
-summary`` for a TSV file of texts. ``--models`` and ``--seeds`` run a part
-of the comparison, ``--budgets`` sets how long: each run is kept in
+summary --batch-size 1024`` for a TSV file of texts. ``--models`` and
+``--seeds`` run a part of the comparison, ``--budgets`` sets how long: each run is kept in
 ``results/quality_CORPUS.json`` (replacing an earlier run of the same model
 and seed) and the report is written from every run kept, so the models and
 seeds of a long comparison can be run by separate commands, at once on
@@ -286,7 +286,7 @@ def gibbs_sweeps():
 
 MODELS = {
     "plain": "SmoothedLDA() default, plain SVI (L=1)",
-    "slower-decay": "SmoothedLDA(learning_decay=0.6)",
+    "scikit-learn-decay": "SmoothedLDA(learning_decay=0.7), scikit-learn's schedule",
     "window": "SmoothedLDA(L=10)",
     "filtered": "FilteredLDA() default",
     "annealed": "AnnealedLDA() default",
@@ -313,8 +313,8 @@ def online_model(name, X_train, n_components, batch_size, seed):
     )
     if name == "plain":
         return SmoothedLDA(**common)
-    if name == "slower-decay":
-        return SmoothedLDA(learning_decay=0.6, **common)
+    if name == "scikit-learn-decay":
+        return SmoothedLDA(learning_decay=0.7, **common)
     if name == "window":
         return SmoothedLDA(L=10, **common)
     if name == "filtered":

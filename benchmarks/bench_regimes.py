@@ -17,7 +17,8 @@ plain SVI per seed):
   annealed with M_t = 50 t; and online SVI+ with large minibatches of 1024.
 
 Every model uses the mean-field local step (``local_step="vb"``), the
-step of the papers, except the rows of the stream that say "collapsed".
+step of the papers, except the rows of the stream that say "collapsed";
+the stream's Robbins-Monro schedules have scikit-learn's kappa = 0.7.
 
 Run ``python benchmarks/bench_regimes.py PATH --column summary`` with a TSV
 file of short texts (one text per line without ``--column``).
@@ -142,6 +143,7 @@ def filtering(texts, n_documents, n_seeds):
             n_components=50,
             batch_size=256,
             total_samples=n_total,
+            learning_decay=0.7,
             random_state=seed,
         )
         collapsed = dict(common, local_step="cvb0")

@@ -251,7 +251,16 @@ def test_an_interrupt_in_any_row_block_of_the_update_is_undone(
     assert n_blocks >= 3 if function == "step_toward_target" else n_blocks >= n_jobs
 
 
-def test_ctrl_c_during_the_rollback_is_delivered_after_it():
+@pytest.fixture
+def python_sigint_handler():
+    """Python's own SIGINT handler for the test, whatever an earlier test of
+    the session (a library it started) installed; put back afterwards."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_ctrl_c_during_the_rollback_is_delivered_after_it(python_sigint_handler):
     received = []
     with pytest.raises(KeyboardInterrupt):
         with interrupts_deferred():
@@ -262,7 +271,9 @@ def test_ctrl_c_during_the_rollback_is_delivered_after_it():
 
 
 @pytest.mark.parametrize("n_jobs", [1, 2])
-def test_a_real_ctrl_c_at_a_random_moment_is_survived(n_jobs):
+def test_a_real_ctrl_c_at_a_random_moment_is_survived(
+    n_jobs, python_sigint_handler
+):
     X = make_lda_corpus(n_documents=600, n_features=2000, n_topics=5, random_state=0)[0]
     fitted = SmoothedLDA(n_jobs=n_jobs, L=4, **{**LDA, "n_components": 5})
     fitted.partial_fit(X[:80])

@@ -70,7 +70,7 @@ class SmoothedLDA(_OnlineLDA):
         L=1,
         learning_rate="robbins-monro",
         learning_offset=10.0,
-        learning_decay=0.7,
+        learning_decay=0.6,
         doc_topic_prior=None,
         topic_word_prior=None,
         local_step="cvb0",
@@ -191,7 +191,7 @@ class AnnealedLDA(_OnlineLDA):
         M_growth="auto",
         learning_rate="robbins-monro",
         learning_offset=10.0,
-        learning_decay=0.7,
+        learning_decay=0.6,
         doc_topic_prior=None,
         topic_word_prior=None,
         local_step="cvb0",
@@ -296,8 +296,9 @@ class FilteredLDA(_OnlineLDA):
         None no bound (the published filters).
     learning_offset : float, default=10.0
         tau_0 of the Robbins-Monro bound.
-    learning_decay : float, default=0.7
-        kappa of the Robbins-Monro bound.""",
+    learning_decay : float, default=0.6
+        kappa of the Robbins-Monro bound (scikit-learn's is 0.7; see
+        ``SmoothedLDA``).""",
         specific_attributes="""\
     filter_state_ : dict
         The state after the last update: ``"drift"`` Q and ``"noise"`` R
@@ -346,7 +347,7 @@ class FilteredLDA(_OnlineLDA):
         bias_correction=True,
         min_step_size="robbins-monro",
         learning_offset=10.0,
-        learning_decay=0.7,
+        learning_decay=0.6,
         doc_topic_prior=None,
         topic_word_prior=None,
         local_step="cvb0",
