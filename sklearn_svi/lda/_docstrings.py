@@ -10,8 +10,8 @@ _SHARED_PARAMETERS = """\
         the collapsed step the proportions are those of topic counts drawn
         token by token from the responsibilities (a stochastic EM step), and
         documents are swept to convergence in the updates; fitting warns,
-        because the learned alpha lowered the held-out fit of every corpus
-        measured.
+        because the learned alpha lowered the held-out fit of short texts
+        and never raised it.
     topic_word_prior : float or "auto", default=None
         eta, the Dirichlet prior of the topics. None means
         ``1 / n_components``. ``"auto"`` starts there and learns a symmetric

@@ -194,10 +194,10 @@ class _OnlineLDA(
         if self.doc_topic_prior == "auto":
             warnings.warn(
                 'doc_topic_prior="auto" with local_step="cvb0" lowers the '
-                "held-out fit: on the three benchmark corpora it was 0.01 to "
-                "0.17 nats per word below a fixed alpha = 1/K. alpha itself is "
-                "learned without bias; pass a fixed doc_topic_prior for the "
-                "best topics.",
+                "held-out fit: on two corpora of short texts it was 0.15 to "
+                "0.18 nats per word below a fixed alpha = 1/K, and it was "
+                "never above it. alpha itself is learned without bias; pass a "
+                "fixed doc_topic_prior for the best topics.",
                 UserWarning,
             )
         if self.topic_word_prior == "auto":
