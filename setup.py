@@ -10,6 +10,7 @@ the package uses the most capable one the processor runs.
 import os
 import platform
 import sys
+from pathlib import Path
 
 import numpy as np
 from Cython.Build import cythonize
@@ -39,7 +40,11 @@ def compiled_extension(name, extra_flags=(), depends=()):
     )
 
 
-LDA_KERNEL = ["sklearn_svi/lda/_kernel.pxi", "sklearn_svi/lda/_sweep.h"]
+LDA_KERNEL = sorted(
+    str(path)
+    for pattern in ("_kernel*.pxi", "*.h")
+    for path in Path("sklearn_svi/lda").glob(pattern)
+)
 extensions = [
     compiled_extension("lda._fast", depends=LDA_KERNEL),
     compiled_extension("_update_fast"),

@@ -1,0 +1,183 @@
+# The minibatch statistics of the compiled LDA kernel: exp E[log beta] on the
+# minibatch's words, mean rows, and the word-topic statistic of the update.
+
+
+def exp_dirichlet_expectation_rows(
+    const floating[:, ::1] word_topic,
+    const double[::1] topic_totals,
+    const Py_ssize_t[::1] rows,
+    floating[:, ::1] out,
+):
+    """exp E[log beta_kw] for the given words w.
+
+    Parameters
+    ----------
+    word_topic : ndarray of shape (n_features, n_topics)
+        lambda, the Dirichlet parameters of the topics, one row per word.
+    topic_totals : ndarray of shape (n_topics,)
+        sum_v lambda_kv for each topic k.
+    rows : ndarray of shape (n_rows,)
+        The words w to evaluate.
+    out : ndarray of shape (n_rows, n_topics)
+        Output: exp(psi(lambda_kw)) / exp(psi(sum_v lambda_kv)).
+    """
+    cdef Py_ssize_t n_topics = word_topic.shape[1]
+    cdef Py_ssize_t j, k
+    cdef size_t row_bytes = n_topics * sizeof(floating)
+    cdef double* topic_scale = <double*> malloc(3 * n_topics * sizeof(double))
+    cdef double* values = topic_scale + n_topics
+    cdef double* work = values + n_topics
+    if topic_scale == NULL:
+        raise MemoryError()
+    with nogil:
+        for k in range(n_topics):
+            topic_scale[k] = topic_totals[k]
+        _exp_digamma(topic_scale, work, n_topics)
+        for k in range(n_topics):
+            topic_scale[k] = 1.0 / topic_scale[k]
+        for j in range(rows.shape[0]):
+            if j + PREFETCH_ROWS < rows.shape[0]:
+                _prefetch(&word_topic[rows[j + PREFETCH_ROWS], 0], row_bytes)
+            for k in range(n_topics):
+                values[k] = word_topic[rows[j], k]
+            _exp_digamma(values, work, n_topics)
+            for k in range(n_topics):
+                out[j, k] = <floating> (values[k] * topic_scale[k])
+    free(topic_scale)
+
+
+def mean_rows(
+    const floating[:, ::1] word_topic,
+    const double[::1] topic_totals,
+    const Py_ssize_t[::1] rows,
+    floating[:, ::1] out,
+):
+    """E[beta_kw] = lambda_kw / sum_v lambda_kv for the given words w.
+
+    The arguments are those of ``exp_dirichlet_expectation_rows``.
+    """
+    cdef Py_ssize_t n_topics = word_topic.shape[1]
+    cdef Py_ssize_t j, k
+    cdef double* topic_scale = <double*> malloc(n_topics * sizeof(double))
+    if topic_scale == NULL:
+        raise MemoryError()
+    with nogil:
+        for k in range(n_topics):
+            topic_scale[k] = 1.0 / topic_totals[k]
+        for j in range(rows.shape[0]):
+            for k in range(n_topics):
+                out[j, k] = <floating> (word_topic[rows[j], k] * topic_scale[k])
+    free(topic_scale)
+
+
+def word_topic_statistic(
+    const Py_ssize_t[::1] word_indptr,
+    const Py_ssize_t[::1] documents,
+    const Py_ssize_t[::1] positions,
+    const floating[::1] count_ratio,
+    const floating[:, ::1] exp_doc_topic,
+    const floating[:, ::1] exp_word_topic,
+    floating[:, ::1] out,
+    double scale,
+    Py_ssize_t start,
+    Py_ssize_t stop,
+):
+    """The minibatch statistic sum_d n_dw phi_dwk for words ``start`` to ``stop - 1``.
+
+    With phi_dwk = exp E[log theta_dk] exp E[log beta_kw] / norm_dw,
+
+        out_wk = scale exp E[log beta_kw] sum_d (n_dw / norm_dw) exp E[log theta_dk],
+
+    the sum over the documents containing w, in increasing order.
+
+    Parameters
+    ----------
+    word_indptr, documents, positions : ndarray
+        The documents of each word, from :func:`words_of_documents`.
+    count_ratio : ndarray of shape (nnz,)
+        n_dw / norm_dw, in the documents' (CSR) order.
+    exp_doc_topic : ndarray of shape (n_documents, n_topics)
+        exp E[log theta].
+    exp_word_topic : ndarray of shape (n_words, n_topics)
+        exp E[log beta] of the minibatch's words.
+    out : ndarray of shape (n_words, n_topics)
+        Output rows ``start`` to ``stop - 1``.
+    scale : float
+        Factor of every value (1 / n_documents for the minibatch mean).
+    start, stop : int
+        The range of words.
+    """
+    cdef Py_ssize_t n_topics = exp_doc_topic.shape[1]
+    cdef Py_ssize_t w, j, k
+    cdef floating weight
+    cdef floating* row
+    cdef const floating* theta
+    cdef unsigned int float_mode
+    with nogil:
+        float_mode = _flush_subnormals()
+        for w in range(start, stop):
+            row = &out[w, 0]
+            for k in range(n_topics):
+                row[k] = 0
+            for j in range(word_indptr[w], word_indptr[w + 1]):
+                weight = count_ratio[positions[j]]
+                theta = &exp_doc_topic[documents[j], 0]
+                for k in range(n_topics):
+                    row[k] += weight * theta[k]
+            for k in range(n_topics):
+                row[k] *= <floating> (exp_word_topic[w, k] * scale)
+        _restore_float_mode(float_mode)
+
+
+def responsibility_statistic(
+    const Py_ssize_t[::1] word_indptr,
+    const Py_ssize_t[::1] documents,
+    const Py_ssize_t[::1] positions,
+    const floating[:, ::1] responsibility,
+    const floating[::1] document_weight,
+    floating[:, ::1] out,
+    double scale,
+    Py_ssize_t start,
+    Py_ssize_t stop,
+):
+    """The minibatch statistic sum_d w_d n_dw phi_dwk for words ``start`` to ``stop - 1``.
+
+    The sum over the documents containing w, in increasing order, of the
+    responsibilities n_dw phi_dwk of the collapsed local step, each weighed
+    by its document's weight w_d.
+
+    Parameters
+    ----------
+    word_indptr, documents, positions : ndarray
+        The documents of each word, from :func:`words_of_documents`.
+    responsibility : ndarray of shape (nnz, n_topics)
+        n_dw phi_dwk, in the documents' (CSR) order.
+    document_weight : ndarray of shape (n_documents,)
+        w_d.
+    out : ndarray of shape (n_words, n_topics)
+        Output rows ``start`` to ``stop - 1``.
+    scale : float
+        Factor of every value (1 / n_documents for the minibatch mean).
+    start, stop : int
+        The range of words.
+    """
+    cdef Py_ssize_t n_topics = responsibility.shape[1]
+    cdef Py_ssize_t w, j, k
+    cdef floating weight
+    cdef floating* row
+    cdef const floating* phi
+    cdef unsigned int float_mode
+    with nogil:
+        float_mode = _flush_subnormals()
+        for w in range(start, stop):
+            row = &out[w, 0]
+            for k in range(n_topics):
+                row[k] = 0
+            for j in range(word_indptr[w], word_indptr[w + 1]):
+                weight = document_weight[documents[j]]
+                phi = &responsibility[positions[j], 0]
+                for k in range(n_topics):
+                    row[k] += weight * phi[k]
+            for k in range(n_topics):
+                row[k] *= <floating> scale
+        _restore_float_mode(float_mode)
