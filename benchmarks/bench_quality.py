@@ -37,11 +37,11 @@ Run ``python benchmarks/bench_quality.py NewsArticles --n-components 50
 --batch-size 128``, ``python benchmarks/bench_quality.py healthtweets
 --n-components 50`` or ``python benchmarks/bench_quality.py PATH --column
 summary --batch-size 1024`` for a TSV file of texts. ``--models`` and
-``--seeds`` run a part of the comparison, ``--budgets`` sets how long: each run is kept in
-``results/quality_CORPUS.json`` (replacing an earlier run of the same model
-and seed) and the report is written from every run kept, so the models and
-seeds of a long comparison can be run by separate commands, at once on
-separate cores. Needs gensim and tomotopy (``pip install gensim
+``--seeds`` run a part of the comparison, ``--budgets`` sets how long: each
+run is kept in ``results/quality_CORPUS.json`` (replacing an earlier run of
+the same model and seed) and the report is written from every run kept, so
+the models and seeds of a long comparison can be run by separate commands,
+at once on separate cores. Needs gensim and tomotopy (``pip install gensim
 tomotopy``).
 """
 
@@ -325,7 +325,7 @@ def online_model(name, X_train, n_components, batch_size, seed):
         return SmoothedLDA(L=1, doc_topic_prior="auto", **common)
     if name == "batch":
         return SmoothedLDA(
-            **{**common, "batch_size": X_train.shape[0]}, learning_rate=1.0
+            **dict(common, batch_size=X_train.shape[0]), learning_rate=1.0
         )
     if name == "scikit-learn":
         return LatentDirichletAllocation(learning_method="online", **common)
