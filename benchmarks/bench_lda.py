@@ -421,9 +421,11 @@ def window_memory(model):
         dtype for each.
     """
     dense_bytes = (
-        model._window.count * model.components_.size * model.components_.itemsize
+        model._update_state.window.count
+        * model.components_.size
+        * model.components_.itemsize
     )
-    return model._window.nbytes, dense_bytes
+    return model._update_state.window.nbytes, dense_bytes
 
 
 def format_table(results):

@@ -57,7 +57,7 @@ def measure(X, L):
         total_samples=X.shape[0],
         random_state=0,
     ).partial_fit(X)
-    window = model._window
+    window = model._update_state.window
     n_stored = window.count
     dense_bytes = n_stored * model.components_.size * model.components_.itemsize
     mean_words = np.mean([statistic.rows.size for statistic in window.queue])

@@ -1,15 +1,16 @@
-"""The local step on a Dask cluster.
+"""The Dask engine: the local step on a cluster, and the models' methods
+on Dask collections (registered with :mod:`sklearn_svi._sources`).
 
 The local step is the cost of an update, and it is data-parallel: a
-minibatch is cut into shards by the row blocks of the data that hold its
-samples, each shard's statistic is computed on the worker that holds the
-block, at the model's present state, and the client adds the shards'
-statistics in the order of the blocks and runs the usual update
-(:class:`~sklearn_svi._online.OnlineUpdateMixin`). What travels:
+minibatch is cut into shards by the row blocks that hold its samples, each
+shard's statistic is computed on the worker that holds the block, at the
+model's present state, and the client adds the shards' statistics in the
+order of the blocks and runs the usual update. What travels:
 
 - to a worker, per shard and update: a copy of the model without the
-  update's own state (:meth:`OnlineUpdateMixin._local_copy`), with lambda cut
-  to the rows the shard's local step reads (an LDA shard's words);
+  update's state (:meth:`~sklearn_svi._contract.OnlineModel._local_copy`),
+  with lambda cut to the rows the shard's local step reads (an LDA shard's
+  words);
 - back, per shard: its sparse statistic, on those rows.
 
 The samples stay where they are. Each shard divides its sum by the size of
@@ -22,10 +23,8 @@ A worker that dies costs the tasks it was running: Dask runs them again
 elsewhere (recomputing lost blocks of a Dask collection from their graph),
 and blocks that the client scattered itself are sent again. The update
 waits for exactly one statistic per shard and changes the model only then,
-so nothing is counted twice.
-
-Dask is an optional dependency: this module imports it only when a Dask
-collection or joblib's Dask backend is in use.
+so nothing is counted twice. Dask is imported only when a Dask collection
+or joblib's Dask backend is in use.
 """
 
 import logging
@@ -39,6 +38,7 @@ import scipy.sparse as sp
 from sklearn.base import clone
 
 from ._mechanisms import SparseStatistic
+from ._sources import register_engine
 
 logger = logging.getLogger("sklearn_svi.cluster")
 
@@ -47,9 +47,6 @@ MAX_ATTEMPTS = 3
 
 # Payloads of at least this size go straight to their worker (``_sent``).
 DIRECT_PAYLOAD_BYTES = 2**20
-
-# Minibatches' worth of rows from which a model of a Dask collection starts.
-INITIAL_SAMPLE_BATCHES = 3
 
 
 def is_dask_collection(X):
@@ -161,13 +158,6 @@ def _assembled(positions, shards):
     return X_batch[np.argsort(np.concatenate(positions), kind="stable")]
 
 
-def _initialized(model, n_total, mechanisms, positions, *shards):
-    """The model initialised from the samples of the shards
-    (``_initialize_online``)."""
-    model._initialize_online(_assembled(positions, shards), n_total, mechanisms)
-    return model
-
-
 def _prepared_shard(model, block, rows):
     """The rows ``rows`` of a block, and the same rows prepared for the
     model's local step."""
@@ -186,11 +176,10 @@ def _shard_statistic(payload, shard, sample_weight, draw, n_batch):
     )
 
 
-def _minibatch_call(payload, method, positions, *shards):
-    """``model.method(X_batch)`` for the minibatch that the shards make up,
-    its samples in their order in the minibatch."""
-    model = pickle.loads(payload)
-    return getattr(model, method)(_assembled(positions, shards))
+def _minibatch_call(payload, function, positions, *shards):
+    """``function(model, X_batch)`` for the minibatch that the shards make
+    up, its samples in their order in the minibatch."""
+    return function(pickle.loads(payload), _assembled(positions, shards))
 
 
 # -- the client's side ---------------------------------------------------------------
@@ -352,31 +341,29 @@ class ClusterRows:
     def n_samples(self):
         return int(self.offsets[-1])
 
-    def initialize(self, n_total, mechanisms):
-        """Initialise the model from all the data when the client holds it.
+    def initial_rows(self):
+        """All the data when the client holds them, as on one machine.
 
-        Otherwise the model is initialised on a worker from a sample of
-        ``INITIAL_SAMPLE_BATCHES * batch_size`` rows spread evenly over the
-        data (all rows when there are fewer), which reaches every block
-        even when the data are sorted.
+        Otherwise a sample of the model's ``_initial_sample_batches``
+        minibatches' worth of rows spread evenly over the data (all rows
+        when there are fewer), which reaches every block even when the data
+        are sorted, gathered to the client: of no rows, a model that does
+        not read them.
         """
         if self.X is not None:
-            self.model._initialize_online(self.X, n_total, mechanisms)
-            return
-        size = min(self.n_samples, INITIAL_SAMPLE_BATCHES * self.model.batch_size)
+            return self.X
+        batches = self.model._initial_sample_batches
+        size = min(self.n_samples, max(1, batches * self.model.batch_size))
         rows = np.unique(np.linspace(0, self.n_samples - 1, size).astype(np.intp))
         shards = self._shards(rows)
         self._prepare(shards)
-        initialized = self.client.submit(
-            _initialized,
-            self.model,
-            n_total,
-            mechanisms,
+        sample = self.client.submit(
+            _assembled,
             [shard.positions for shard in shards],
-            *[shard.prepared for shard in shards],
+            [shard.prepared for shard in shards],
             pure=False,
         ).result()
-        self.model.__dict__.update(initialized.__dict__)
+        return sample if batches else sample[:0]
 
     def minibatch(self, rows):
         """Start cutting and preparing the minibatch of the rows ``rows`` (an
@@ -512,15 +499,15 @@ class ClusterRows:
                 start, stop = self.offsets[index], self.offsets[index + 1]
                 self.blocks[index] = self.client.scatter(self.X[start:stop], hash=False)
 
-    def _on_minibatch(self, method, minibatch):
-        """``model.method(X_batch)`` computed on a worker, at the model's
+    def _on_minibatch(self, function, minibatch):
+        """``function(model, X_batch)`` computed on a worker, at the model's
         present state."""
         payload = pickle.dumps(self.model._local_copy(), protocol=5)
         positions = [shard.positions for shard in minibatch.shards]
         return self.client.submit(
             _minibatch_call,
             payload,
-            method,
+            function,
             positions,
             *[shard.prepared for shard in minibatch.shards],
             pure=False,
@@ -528,77 +515,78 @@ class ClusterRows:
 
     def evaluation_score(self, minibatch):
         """The model's evaluation score of the minibatch, on a worker."""
-        return self._on_minibatch("_evaluation_score", minibatch)
+        return self._on_minibatch(type(self.model)._evaluation_score, minibatch)
 
     def least_likely_samples(self, minibatch):
         """The samples of the minibatch that fit the model worst, by their
         place in it, worst first, found on a worker."""
-        return self._on_minibatch("_least_likely_samples", minibatch)
-
-
-# -- methods of fitted models on Dask collections ------------------------------------
-
-
-def map_row_blocks(model, method, X, n_columns=None, dtype=np.float64):
-    """``model.method`` on each row block of the Dask collection ``X``.
-
-    For a Dask array, a Dask array of the blocks' results, one row per
-    sample, with ``n_columns`` columns (None for a vector); for a bag, a bag
-    of each partition's result.
-    """
-    import dask
-    import dask.array as da
-
-    if not isinstance(X, da.Array):
-        row_block_tasks(X)  # the type check
-        return X.map_partitions(_partition_method, dask.delayed(model), method)
-    X = X.rechunk({1: -1})
-    shared = dask.delayed(model)
-    if n_columns is None:
-        return X.map_blocks(
-            _call_method,
-            shared,
-            method,
-            drop_axis=1,
-            dtype=dtype,
-            meta=np.empty((0,), dtype=dtype),
+        return self._on_minibatch(
+            type(self.model)._least_likely_samples, minibatch
         )
-    return X.map_blocks(
-        _call_method,
-        shared,
-        method,
-        chunks=(X.chunks[0], (n_columns,)),
-        dtype=dtype,
-        meta=np.empty((0, 0), dtype=dtype),
-    )
 
 
-def _call_method(block, model, method):
-    return getattr(model, method)(block)
+# -- the engine of the models' methods on Dask collections ---------------------------
 
 
-def _partition_method(matrices, model, method):
-    return [getattr(model, method)(_stacked(matrices))]
+class DaskEngine:
+    """Dask collections of row blocks, for every model (an ``Engine``)."""
+
+    def holds(self, X):
+        return is_dask_collection(X)
+
+    def fits(self, X):
+        return is_dask_collection(X) or active_client() is not None
+
+    def row_source(self, model, X, reset, dtype):
+        return ClusterRows.from_data(model, X, reset, dtype)
+
+    def map_row_blocks(self, method, model, X, n_columns, dtype):
+        """``method(model, block)`` on each row block of ``X``.
+
+        For a Dask array, a Dask array of the blocks' results, one row per
+        sample, with ``n_columns`` columns (None for a vector); for a bag, a
+        bag of each partition's result.
+        """
+        import dask
+        import dask.array as da
+
+        shared = dask.delayed(model)
+        if not isinstance(X, da.Array):
+            row_block_tasks(X)  # the type check
+            return X.map_partitions(_partition_call, method, shared)
+        X = X.rechunk({1: -1})
+        if n_columns is None:
+            shape = dict(drop_axis=1, meta=np.empty((0,), dtype=dtype))
+        else:
+            shape = dict(
+                chunks=(X.chunks[0], (n_columns,)), meta=np.empty((0, 0), dtype=dtype)
+            )
+        return X.map_blocks(_block_call, method, shared, dtype=dtype, **shape)
+
+    def sum_row_blocks(self, part, model, X):
+        """The sum of ``part(model, block)`` over the row blocks of ``X``,
+        added in the blocks' order, as a Dask Delayed object."""
+        import dask
+
+        shared = dask.delayed(model)
+        parts = [
+            dask.delayed(part)(shared, block) for block in row_block_tasks(X)
+        ]
+        return dask.delayed(_ordered_sum)(parts)
+
+    def later(self, function, *arguments):
+        """``function(*arguments)`` as a Dask Delayed object."""
+        import dask
+
+        return dask.delayed(function)(*arguments)
 
 
-def delayed_call(function, *arguments):
-    """``function(*arguments)`` as a Dask Delayed object."""
-    import dask
-
-    return dask.delayed(function)(*arguments)
+def _block_call(block, method, model):
+    return method(model, block)
 
 
-def sum_row_blocks(model, method, X):
-    """The sum of ``model.method(block)`` over the row blocks of ``X``,
-    added in the blocks' order, as a Dask Delayed object."""
-    import dask
-
-    shared = dask.delayed(model)
-    parts = [
-        dask.delayed(_call_method)(block, shared, method)
-        for block in row_block_tasks(X)
-    ]
-    return dask.delayed(_ordered_sum)(parts)
+def _partition_call(matrices, method, model):
+    return [method(model, _stacked(matrices))]
 
 
 def _ordered_sum(values):
@@ -606,3 +594,6 @@ def _ordered_sum(values):
     for value in values[1:]:
         total = total + value
     return total
+
+
+register_engine(DaskEngine())

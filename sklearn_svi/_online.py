@@ -20,12 +20,9 @@ stochastic approximation of the CVB0 fixed point (Foulds et al. 2013), which
 climbs no bound: the update is the same, what it converges to is not.
 """
 
-import copy
 import dataclasses
 import logging
 import time
-import warnings
-from abc import ABCMeta, abstractmethod
 from numbers import Integral, Real
 
 import numpy as np
@@ -33,31 +30,17 @@ from sklearn.base import _fit_context
 from sklearn.utils import check_random_state, gen_batches
 from sklearn.utils._param_validation import Interval
 
-from . import _cluster
+from ._contract import OnlineModel
 from ._mechanisms import NoisyOptimum, SmoothingWindow
-from ._threads import prefetch, sum_rows, thread_pool
+from ._sources import training_rows
+from ._threads import sum_rows, thread_pool
 from ._transaction import spare_like, transaction
 from ._update_fast import step_toward_target
-from ._validation import LISTED_ROWS, listed_rows
+from ._update_state import UpdateState
+from ._validation import refused_update
 
 # Each update's local step is timed at the DEBUG level.
 logger = logging.getLogger("sklearn_svi")
-
-# Most step sizes kept in ``step_size_history_``.
-STEP_SIZE_RECORD_CAPACITY = 10_000
-
-# The attributes only the update reads, which a local step never needs.
-_UPDATE_STATE = frozenset(
-    {
-        "_window",
-        "_step_size",
-        "_annealing",
-        "_spare_natural",
-        "random_state_",
-        "evaluation_history_",
-        "step_size_history_",
-    }
-)
 
 
 def _prior_by_row(prior, n_rows, dtype):
@@ -65,82 +48,13 @@ def _prior_by_row(prior, n_rows, dtype):
     return np.broadcast_to(np.asarray(prior, dtype=dtype).reshape(-1), (n_rows,))
 
 
-class _Minibatch:
-    """A minibatch of rows in this process, and the same rows prepared for
-    the model's local step."""
-
-    def __init__(self, X_batch, prepared):
-        self.X_batch = X_batch
-        self.prepared = prepared
-
-    @property
-    def size(self):
-        return self.X_batch.shape[0]
-
-
-class InMemoryRows:
-    """Training data held in this process, for the online update.
-
-    The update asks its training data for minibatches and for their
-    statistics; :class:`~sklearn_svi._cluster.ClusterRows` answers the same
-    questions for data on a Dask cluster.
-
-    Parameters
-    ----------
-    model : OnlineUpdateMixin
-        The model that is fitted.
-    X : {ndarray, sparse matrix} of shape (n_samples, n_features)
-        The validated data.
-    """
-
-    def __init__(self, model, X):
-        self.model = model
-        self.X = X
-
-    @property
-    def n_samples(self):
-        return self.X.shape[0]
-
-    @property
-    def dtype(self):
-        return self.X.dtype
-
-    def initialize(self, n_total, mechanisms):
-        """Initialise the model from the data (``_initialize_online``)."""
-        self.model._initialize_online(self.X, n_total, mechanisms)
-
-    def minibatch(self, rows):
-        """Start slicing and preparing the rows ``rows`` (an array or a
-        slice) on a helper thread; the result's ``result()`` gives the
-        minibatch."""
-        return prefetch(self._minibatch, rows)
-
-    def _minibatch(self, rows):
-        X_batch = self.X[rows]
-        return _Minibatch(X_batch, self.model._prepare_minibatch(X_batch))
-
-    def statistic(self, minibatch, sample_weight=None, draw=0):
-        """The minibatch statistic at the model's present state."""
-        return self.model._local_statistic(minibatch.prepared, sample_weight, draw)
-
-    def evaluation_score(self, minibatch):
-        """The model's evaluation score of the minibatch."""
-        return self.model._evaluation_score(minibatch.X_batch)
-
-    def least_likely_samples(self, minibatch):
-        """The samples of the minibatch that fit the model worst, by their
-        place in it, worst first."""
-        return self.model._least_likely_samples(minibatch.X_batch)
-
-
-class OnlineUpdateMixin(metaclass=ABCMeta):
+class OnlineUpdateMixin(OnlineModel):
     """Drive ``fit`` and ``partial_fit`` through the shared SVI update.
 
-    The abstract methods are the model's part of the contract: its data, its
-    initial lambda, its local step, its prior and feasible set, its score and
-    its mechanisms. The other hooks do nothing unless a model overrides them.
-    lambda is an array of shape (n_params, n_components), kept in
-    ``_natural``.
+    The model supplies its part through the hooks of :class:`OnlineModel`;
+    a model that overrides ``_initialize_online`` calls it. lambda is an
+    array of shape (n_params, n_components), kept in ``_natural``, and
+    everything else the update changes is the fit's ``UpdateState``.
 
     The mixin reads the estimator's parameters ``batch_size``, ``max_iter``,
     ``total_samples``, ``evaluate_every``, ``n_jobs``, ``verbose``,
@@ -161,149 +75,6 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
         "random_state": ["random_state"],
     }
 
-    # -- the model's part ------------------------------------------------------
-
-    @abstractmethod
-    def _mechanism_settings(self):
-        """The estimator's mechanisms, a ``_mechanisms.Mechanisms``."""
-
-    @abstractmethod
-    def _check_training_data(self, X, reset, dtype=None):
-        """``X`` validated for an update; ``reset`` on the first one.
-
-        The result has the floating point type ``dtype``, or for None that
-        of ``X`` when it is float32 or float64, and float64 otherwise.
-        """
-
-    @abstractmethod
-    def _initial_natural(self, X, n_total, random_state):
-        """The initial lambda for a data set of ``n_total`` samples like ``X``."""
-
-    @abstractmethod
-    def _local_statistic(self, minibatch, sample_weight=None, draw=0, n_batch=None):
-        """The mean statistic S_t of a minibatch, a ``SparseStatistic``.
-
-        ``minibatch`` is what ``_prepare_minibatch`` returned; each sample's
-        statistic is multiplied by its weight in ``sample_weight`` (None for
-        ones). ``draw`` numbers the minibatch (the update number t, or -j for
-        the j-th minibatch of a filter's start): a local step that draws
-        random numbers takes them from a stream of that number alone, and
-        each sample's part of it depends on that sample alone. The sum of
-        the samples' statistics is divided by ``n_batch``, by default the
-        number of samples: a shard of a larger minibatch divides by the
-        minibatch's size, so that the shards' statistics add up to S_t.
-        """
-
-    @abstractmethod
-    def _prior_natural(self):
-        """eta, a scalar or an array shaped like lambda (or one column of it)."""
-
-    @abstractmethod
-    def _project_natural(self):
-        """Make lambda feasible after an annealed update; return the number
-        of coordinates changed."""
-
-    @abstractmethod
-    def _evaluation_score(self, X):
-        """A score of ``X``, higher is better, for ``evaluation_history_``."""
-
-    @abstractmethod
-    def _fit_converged(self):
-        """Whether ``fit`` can stop after the pass just made."""
-
-    def _prepare_minibatch(self, X_batch):
-        """The minibatch in the form ``_local_statistic`` takes: X_batch itself.
-
-        It is prepared on a helper thread while the minibatch before it is
-        processed, so it must only read ``X_batch``.
-        """
-        return X_batch
-
-    def _rows_read(self, minibatch):
-        """The rows of lambda that the local step of ``minibatch`` reads,
-        sorted, or None for all of them."""
-        return None
-
-    def _local_copy(self, rows=None):
-        """A copy of the model that holds what the local step needs.
-
-        What only the update uses (the mechanisms, the histories, the random
-        state) is left out, and lambda is cut to the rows ``rows`` when they
-        are given; the copy keeps their indices in ``_natural_rows``. This
-        is what travels to a worker of a cluster (:mod:`sklearn_svi._cluster`).
-        """
-        local = copy.copy(self)
-        local.__dict__ = {
-            name: value
-            for name, value in self.__dict__.items()
-            if name not in _UPDATE_STATE
-        }
-        if rows is not None:
-            local._natural = self._natural[rows]
-            local._natural_rows = rows
-        return local
-
-    def _least_likely_samples(self, X_batch):
-        """Indices of the samples of ``X_batch`` that fit the model worst,
-        worst first, named when an update from them is refused."""
-        return np.empty(0, dtype=np.intp)
-
-    def _natural_updated(self, row_sums):
-        """Hook run after lambda moved, with the float64 sums of its rows,
-        which the update computes as it writes them."""
-
-    def _after_update(self, rho, statistic):
-        """Hook run after each update of lambda, whose step size was ``rho``
-        and whose minibatch statistic was ``statistic``."""
-
-    def _after_pass(self):
-        """Hook run after each pass of ``fit`` and each ``partial_fit``."""
-
-    def _after_fit(self, converged):
-        """Hook run at the end of ``fit``."""
-
-    # -- the update ------------------------------------------------------------
-
-    def _renamed_parameter(self, name, old_name):
-        """The value of ``name``, or of its deprecated spelling ``old_name``
-        when the user set that one (with a FutureWarning)."""
-        old_value = getattr(self, old_name)
-        if isinstance(old_value, str) and old_value == "deprecated":
-            return getattr(self, name)
-        warnings.warn(
-            f"The parameter '{old_name}' was renamed '{name}' in 0.1 and will be "
-            f"removed in 0.3; use '{name}' instead.",
-            FutureWarning,
-            stacklevel=2,
-        )
-        return old_value
-
-    def _learning_rate_settings(self, old_name):
-        """The ``Mechanisms`` fields of the schedule: ``learning_rate`` (or
-        its deprecated spelling ``old_name``), ``learning_offset`` and
-        ``learning_decay``, for the estimators that have them."""
-        return dict(
-            learning_rate=self._renamed_parameter("learning_rate", old_name),
-            learning_offset=self.learning_offset,
-            learning_decay=self.learning_decay,
-        )
-
-    def _filter_settings(self):
-        """The ``Mechanisms`` fields of the filters, for the estimators that
-        have them."""
-        return dict(
-            prior_variance=self.prior_variance,
-            prior_dof=self.prior_dof,
-            bias_correction=self.bias_correction,
-            min_step_size=self.min_step_size,
-        )
-
-    def __getstate__(self):
-        # The spare array of lambda holds no information.
-        state = super().__getstate__()
-        state.pop("_spare_natural", None)
-        return state
-
     def _checked_mechanisms(self):
         """The mechanism settings, checked against the other parameters."""
         settings = self._mechanism_settings()
@@ -311,25 +82,38 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
         return settings
 
     def _initialize_online(self, X, n_total, mechanisms):
-        """Reset lambda, the mechanisms, the counters and the random state."""
-        self.random_state_ = check_random_state(self.random_state)
-        self._natural = self._initial_natural(X, n_total, self.random_state_)
-        shape, dtype = self._natural.shape, self._natural.dtype
-        self._window = mechanisms.build_window(shape, dtype)
-        self._step_size = mechanisms.build_step_size(shape, dtype)
-        self._annealing = mechanisms.build_annealing()
-        if self._annealing is not None:
+        """Reset lambda, the update's state and the counters.
+
+        A model that overrides it calls it; ``X`` holds the rows the model
+        starts from (all of the data in memory, a sample of a cluster's).
+        """
+        random_state = check_random_state(self.random_state)
+        self._natural = self._initial_natural(X, n_total, random_state)
+        self._update_state = UpdateState.build(
+            mechanisms, self._natural.shape, self._natural.dtype, random_state
+        )
+        if self._update_state.annealing is not None:
             self.n_projected_ = 0
         self.n_batch_iter_ = 0
         self.n_iter_ = 0
         self.n_samples_seen_ = 0
-        self.evaluation_history_ = {
-            "n_batch_iter": [],
-            "n_samples_seen": [],
-            "score": [],
-        }
-        self.step_size_history_ = {"n_batch_iter": [], "step_size": []}
-        self._step_size_record_every = 1
+
+    @property
+    def random_state_(self):
+        """The random state of the fit, drawn from as it goes on."""
+        return self._update_state.random_state
+
+    @property
+    def evaluation_history_(self):
+        """The evaluation scores: ``n_batch_iter``, ``n_samples_seen`` and
+        ``score``, one entry per evaluation."""
+        return self._update_state.evaluation_history
+
+    @property
+    def step_size_history_(self):
+        """The step sizes: ``n_batch_iter`` and ``step_size``, thinned to a
+        bounded record that spans the whole run."""
+        return self._update_state.step_size_history
 
     def _transaction(self):
         """A context in which the model changes completely or not at all.
@@ -337,23 +121,8 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
         Whatever the body raises, ``KeyboardInterrupt`` included, the model
         is put back as it was on entry (see :mod:`sklearn_svi._transaction`).
         """
-        parts = [
-            part
-            for part in (
-                getattr(self, "_window", None),
-                getattr(self, "_step_size", None),
-            )
-            if part is not None
-        ]
-        lists = [
-            values
-            for history in (
-                getattr(self, "evaluation_history_", {}),
-                getattr(self, "step_size_history_", {}),
-            )
-            for values in history.values()
-        ]
-        return transaction(self, parts, getattr(self, "random_state_", None), lists)
+        state = getattr(self, "_update_state", None)
+        return transaction(self, () if state is None else (state,))
 
     def _online_step(self, data, minibatch, n_total, X_val):
         """One SVI update from a minibatch of the training data ``data``.
@@ -361,10 +130,11 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
         It runs in the caller's transaction: if anything fails or is
         interrupted, the model is left as after the previous update.
         """
+        state = self._update_state
         step = self.n_batch_iter_ + 1
         weights = None
-        if self._annealing is not None:
-            weights = self._annealing(minibatch.size, step, self.random_state_)
+        if state.annealing is not None:
+            weights = state.annealing(minibatch.size, step, state.random_state)
         started = time.perf_counter()
         statistic = data.statistic(minibatch, weights, draw=step)
         if weights is not None and weights.min() < 0:
@@ -375,23 +145,23 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
             minibatch.size,
             time.perf_counter() - started,
         )
-        self._window.push(statistic)
+        state.window.push(statistic)
         self.n_batch_iter_ = step
         self.n_samples_seen_ += minibatch.size
 
         # lambda^ = eta + N S~_t (Mandt & Blei 2014, Alg. 1; Hoffman et al.
         # 2013, eq. 25 when L = 1), never formed as an array: the filters and
         # the update compute it on the fly.
-        target = self._noisy_optimum(self._window, n_total)
-        rho = self._step_size(self.n_batch_iter_, target, self._natural)
+        target = self._noisy_optimum(state.window, n_total)
+        rho = state.step_size(self.n_batch_iter_, target, self._natural)
         self._move_natural(target, rho)
-        if self._window.negatively_weighted:
+        if state.window.negatively_weighted:
             # Negative weights can take lambda^ out of the feasible set;
             # without them every iterate stays in it, as in plain SVI.
             self.n_projected_ += self._project_natural()
         self._after_update(rho, statistic)
 
-        self._record_step_size(rho)
+        state.record_step_size(self.n_batch_iter_, rho)
         if self.evaluate_every > 0 and self.n_batch_iter_ % self.evaluate_every == 0:
             self._record_evaluation(
                 data.evaluation_score(minibatch)
@@ -406,7 +176,8 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
         and sums its rows; the new lambda replaces the old one only when
         every sum is finite, so an overflow or a NaN never reaches the model.
         """
-        updated = spare_like(self._natural, getattr(self, "_spare_natural", None))
+        state = self._update_state
+        updated = spare_like(self._natural, state.spare_natural)
         row_sums = sum_rows(
             lambda span: step_toward_target(
                 self._natural,
@@ -424,7 +195,7 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
                 f"parameters non-finite in {self._natural.dtype}: the data's "
                 "values are too large for the model's floating point type."
             )
-        self._spare_natural, self._natural = self._natural, updated
+        state.spare_natural, self._natural = self._natural, updated
         self._natural_updated(row_sums)
 
     def _noisy_optimum(self, window, n_total):
@@ -444,53 +215,34 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
         """
         size = min(self.batch_size, data.n_samples)
         window = SmoothingWindow(1, self._natural.shape, self._natural.dtype)
+        state = self._update_state
 
         def targets():
-            for draw in range(1, self._step_size.monte_carlo_batches + 1):
-                rows = self.random_state_.randint(data.n_samples, size=size)
+            for draw in range(1, state.step_size.monte_carlo_batches + 1):
+                rows = state.random_state.randint(data.n_samples, size=size)
                 minibatch = data.minibatch(rows).result()
                 window.push(data.statistic(minibatch, draw=-draw))
                 yield self._noisy_optimum(window, n_total)
 
-        self._step_size.start(targets(), self._natural)
-
-    def _record_step_size(self, rho):
-        """Keep rho in ``step_size_history_``, thinned to a bounded size.
-
-        Every update is kept until the record holds
-        ``STEP_SIZE_RECORD_CAPACITY`` values; then every second one is
-        dropped and only every second update is kept from there on, and so
-        on, so that the record always spans the whole run.
-        """
-        if self.n_batch_iter_ % self._step_size_record_every:
-            return
-        history = self.step_size_history_
-        history["n_batch_iter"].append(self.n_batch_iter_)
-        history["step_size"].append(float(rho))
-        if len(history["step_size"]) == STEP_SIZE_RECORD_CAPACITY:
-            # New lists, which a rollback can leave behind for the old ones.
-            self.step_size_history_ = {
-                name: values[1::2] for name, values in history.items()
-            }
-            self._step_size_record_every *= 2
+        state.step_size.start(targets(), self._natural)
 
     def _record_evaluation(self, score):
-        history = self.evaluation_history_
-        history["n_batch_iter"].append(self.n_batch_iter_)
-        history["n_samples_seen"].append(self.n_samples_seen_)
-        history["score"].append(float(score))
+        self._update_state.record_evaluation(
+            self.n_batch_iter_, self.n_samples_seen_, score
+        )
         if self.verbose:
             print(
                 f"[{type(self).__name__}] update {self.n_batch_iter_}: "
-                f"evaluation score {history['score'][-1]:.5f}"
+                f"evaluation score {float(score):.5f}"
             )
 
     def _run_pass(self, data, n_total, X_val, order=None):
         """Run the SVI update on consecutive minibatches of the training
-        data ``data`` (``InMemoryRows`` or a cluster's ``ClusterRows``)."""
+        data ``data``, a ``RowSource``."""
         # A filter's start belongs to the first update, and is undone with it.
         start_step_size = (
-            self.n_batch_iter_ == 0 and self._step_size.monte_carlo_batches > 0
+            self.n_batch_iter_ == 0
+            and self._update_state.step_size.monte_carlo_batches > 0
         )
         spans = gen_batches(data.n_samples, self.batch_size)
 
@@ -514,45 +266,16 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
                     self._online_step(data, minibatch, n_total, X_val)
             except (ValueError, FloatingPointError) as error:
                 samples = np.arange(data.n_samples)[rows_of(span)]
-                raise self._refused_update(
-                    error, data.least_likely_samples(minibatch), samples
+                raise refused_update(
+                    error,
+                    data.least_likely_samples(minibatch),
+                    samples,
+                    self.n_batch_iter_,
                 ) from error
             span, first = following, False
         with self._transaction():
             self.n_iter_ += 1
             self._after_pass()
-
-    def _refused_update(self, error, least_likely, samples):
-        """The error that says why the update from a minibatch was refused.
-
-        Called after the update was undone. ``samples`` numbers the
-        minibatch's samples in the caller's ``X``, and ``least_likely``
-        lists those that fit the model worst by their place in the
-        minibatch.
-        """
-        suspects = samples[least_likely[:LISTED_ROWS]]
-        hint = ""
-        if len(suspects):
-            hint = (
-                " The samples of the minibatch that fit the model worst are, "
-                f"by their row in X: {listed_rows(suspects)}."
-            )
-        return ValueError(
-            f"The update from a minibatch of {len(samples)} samples failed and "
-            f"was undone; the model is as after update {self.n_batch_iter_}. "
-            f"{error}{hint}"
-        )
-
-    def _training_rows(self, X, reset, dtype):
-        """The training data ``X`` validated, where its local steps run.
-
-        In this process for data in memory; on a Dask cluster for a Dask
-        collection, or for data in memory inside
-        ``joblib.parallel_backend("dask")`` (:mod:`sklearn_svi._cluster`).
-        """
-        if _cluster.is_dask_collection(X) or _cluster.active_client() is not None:
-            return _cluster.ClusterRows.from_data(self, X, reset, dtype)
-        return InMemoryRows(self, self._check_training_data(X, reset, dtype))
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, *, X_val=None):
@@ -582,8 +305,8 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
         """
         mechanisms = self._checked_mechanisms()
         warm = getattr(self, "warm_start", False) and hasattr(self, "_natural")
-        data = self._training_rows(
-            X, reset=not warm, dtype=self._natural.dtype if warm else None
+        data = training_rows(
+            self, X, reset=not warm, dtype=self._natural.dtype if warm else None
         )
         X_val = self._check_evaluation_data(X_val, data.dtype)
         n_samples = data.n_samples
@@ -591,9 +314,9 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
         with thread_pool(self.n_jobs):
             if not warm:
                 with self._transaction():
-                    data.initialize(n_samples, mechanisms)
+                    self._initialize_online(data.initial_rows(), n_samples, mechanisms)
             for _ in range(self.max_iter):
-                order = self.random_state_.permutation(n_samples)
+                order = self._update_state.random_state.permutation(n_samples)
                 self._run_pass(data, n_samples, X_val, order=order)
                 if self.verbose:
                     print(
@@ -635,14 +358,16 @@ class OnlineUpdateMixin(metaclass=ABCMeta):
         """
         mechanisms = self._checked_mechanisms()
         first_call = not hasattr(self, "_natural")
-        data = self._training_rows(
-            X, reset=first_call, dtype=None if first_call else self._natural.dtype
+        data = training_rows(
+            self, X, reset=first_call, dtype=None if first_call else self._natural.dtype
         )
         X_val = self._check_evaluation_data(X_val, data.dtype)
         with thread_pool(self.n_jobs):
             if first_call:
                 with self._transaction():
-                    data.initialize(self.total_samples, mechanisms)
+                    self._initialize_online(
+                        data.initial_rows(), self.total_samples, mechanisms
+                    )
             self._run_pass(data, self.total_samples, X_val)
         return self
 

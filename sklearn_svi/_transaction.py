@@ -9,9 +9,9 @@ relies on two rules that the update keeps:
   in place, so that the recorded bindings are the old values; the large
   arrays that are rewritten every update, such as lambda, are written to a
   spare array of their own (:func:`spare_like`) and then swapped in;
-- a part that does change in place (the smoothing window's running sum, a
-  filter's averages) has ``begin`` and ``rollback`` methods and undoes
-  itself.
+- a part that does change in place (the update's state: the smoothing
+  window's running sum, a filter's averages, the random state, the
+  records) has ``begin`` and ``rollback`` methods and undoes itself.
 """
 
 import signal
@@ -45,7 +45,7 @@ def interrupts_deferred():
 
 
 @contextmanager
-def transaction(model, parts=(), random_state=None, lists=()):
+def transaction(model, parts=()):
     """Run the body as one change of ``model`` that completes or is undone.
 
     Parameters
@@ -56,15 +56,8 @@ def transaction(model, parts=(), random_state=None, lists=()):
         Parts of the model that change in place; each has ``begin()``,
         called now, ``commit()``, called when the body completes, and
         ``rollback()``, which undoes what the part did since ``begin()``.
-    random_state : RandomState or None
-        A random state whose draws in the body are undone as well.
-    lists : sequence of list
-        Lists that the body may append to; they are cut back to their
-        present length.
     """
     saved_attributes = model.__dict__.copy()
-    saved_random_state = None if random_state is None else random_state.get_state()
-    saved_lengths = [len(values) for values in lists]
     for part in parts:
         part.begin()
     try:
@@ -77,10 +70,6 @@ def transaction(model, parts=(), random_state=None, lists=()):
                 part.rollback()
             model.__dict__.clear()
             model.__dict__.update(saved_attributes)
-            if random_state is not None:
-                random_state.set_state(saved_random_state)
-            for values, length in zip(lists, saved_lengths):
-                del values[length:]
         raise
 
 

@@ -28,3 +28,35 @@ def rows_of_entries(X, entries):
     rows : ndarray of int
     """
     return np.unique(np.searchsorted(X.indptr, entries, side="right") - 1)
+
+
+def refused_update(error, least_likely, samples, n_batch_iter):
+    """The error that says why the update from a minibatch was refused.
+
+    Parameters
+    ----------
+    error : Exception
+        What the update raised; the update was undone.
+    least_likely : ndarray of int
+        The samples that fit the model worst, by their place in the
+        minibatch, worst first.
+    samples : ndarray of int
+        The minibatch's samples, by their row in the caller's ``X``.
+    n_batch_iter : int
+        The number of the last update that the model keeps.
+
+    Returns
+    -------
+    error : ValueError
+    """
+    suspects = samples[least_likely[:LISTED_ROWS]]
+    hint = ""
+    if len(suspects):
+        hint = (
+            " The samples of the minibatch that fit the model worst are, "
+            f"by their row in X: {listed_rows(suspects)}."
+        )
+    return ValueError(
+        f"The update from a minibatch of {len(samples)} samples failed and "
+        f"was undone; the model is as after update {n_batch_iter}. {error}{hint}"
+    )

@@ -168,7 +168,7 @@ def test_growing_M_ends_as_plain_svi(planted_corpus):
     X = planted_corpus[0]
     model = AnnealedLDA(**dict(COMMON, batch_size=100, M=10, M_growth=45.0))
     model.fit(X)
-    assert model._annealing.effective_size(model.n_batch_iter_) >= 100
+    assert model._update_state.annealing.effective_size(model.n_batch_iter_) >= 100
 
 
 def test_M_above_batch_size_is_a_clear_error(planted_corpus):
@@ -227,7 +227,7 @@ def test_batch_mode_with_annealing_ends_as_batch_vb(planted_corpus):
     for step in range(1, 13):
         model.partial_fit(X)
         scores.append(model.score(X))
-        noisy.append(model._annealing.effective_size(step) < n)
+        noisy.append(model._update_state.annealing.effective_size(step) < n)
     # M_t = 30 + 54 (t - 1) reaches 300 at t = 6.
     assert noisy == [True] * 5 + [False] * 7
     assert model.n_projected_ > 0

@@ -27,7 +27,7 @@ from sklearn_svi import (
 )
 from sklearn_svi._cluster import ClusterRows
 from sklearn_svi._datasets import load_python_docstrings, make_lda_corpus
-from sklearn_svi._online import InMemoryRows
+from sklearn_svi._sources import InMemoryRows
 
 da = pytest.importorskip("dask.array")
 db = pytest.importorskip("dask.bag")
@@ -204,6 +204,47 @@ def test_matrix_factorization_inside_the_joblib_backend_equals_one_machine(clien
     assert_allclose(on_cluster.components_, alone.components_, rtol=1e-9)
 
 
+def test_matrix_factorization_on_a_dask_array_and_its_methods(client):
+    """The factorization fits on a Dask array as on one machine, and its
+    methods take Dask collections like those of the other models."""
+    rng = np.random.RandomState(1)
+    users, items = rng.randn(600, 3), rng.randn(80, 3)
+    observed = rng.rand(600, 80) < 0.2
+    ratings = sp.csr_matrix(np.where(observed, users @ items.T + 3, 0))
+    blocks = row_blocks(ratings, 250)
+    # A fit on a Dask collection starts from a sample of its rows; a fixed
+    # offset makes the start the same as from all of them.
+    settings = dict(
+        n_components=3, batch_size=64, max_iter=2, random_state=0, rating_offset=3.0
+    )
+    alone = SVIMatrixFactorization(**settings).fit(ratings)
+    on_cluster = SVIMatrixFactorization(**settings).fit(blocks)
+    assert on_cluster.n_batch_iter_ == alone.n_batch_iter_
+    assert_allclose(on_cluster.components_, alone.components_, rtol=1e-9)
+
+    factors = alone.transform(blocks)
+    assert isinstance(factors, da.Array)
+    assert_allclose(factors.compute(), alone.transform(ratings))
+    assert_allclose(
+        alone.predict_ratings(blocks).compute(), alone.predict_ratings(ratings)
+    )
+    assert_allclose(
+        alone.lower_bound(blocks).compute(), alone.lower_bound(ratings), rtol=1e-12
+    )
+    # Each block's ratings are split where it is: the score is the RMSE
+    # over the blocks' held-out ratings together.
+    bounds = [(0, 250), (250, 500), (500, 600)]
+    held_out = [
+        np.sum(np.diff(ratings[start:stop].indptr) // 2) for start, stop in bounds
+    ]
+    squared = [
+        alone.score(ratings[start:stop]) ** 2 * n
+        for (start, stop), n in zip(bounds, held_out)
+    ]
+    expected = -np.sqrt(np.sum(squared) / np.sum(held_out))
+    assert_allclose(alone.score(blocks).compute(), expected, rtol=1e-12)
+
+
 def test_mixture_continues_on_a_dask_array_as_on_one_machine(client, samples):
     started = SVIGaussianMixture(
         n_components=3, batch_size=100, random_state=0, total_samples=1800
@@ -378,7 +419,9 @@ def test_blocks_scattered_by_the_client_are_sent_again_when_lost(
     model = lda(SmoothedLDA, {})
     with joblib.parallel_backend("dask"):
         data = ClusterRows.from_data(model, documents, reset=True, dtype=None)
-    data.initialize(documents.shape[0], model._checked_mechanisms())
+    model._initialize_online(
+        data.initial_rows(), documents.shape[0], model._checked_mechanisms()
+    )
     expected = InMemoryRows(model, data.X)
     rows = np.arange(0, 1500, 10)
     wanted = expected.statistic(expected.minibatch(rows).result(), draw=1)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
-from sklearn_svi import FilteredLDA, SmoothedLDA, _online, make_lda_corpus
+from sklearn_svi import FilteredLDA, SmoothedLDA, _update_state, make_lda_corpus
 from sklearn_svi._mechanisms import (
     AdaptiveGain,
     FilteredStepSize,
@@ -331,7 +331,7 @@ def test_step_size_record_is_thinned_to_a_bound(planted_corpus, monkeypatch):
     X = planted_corpus[0]
     complete = FilteredLDA(**dict(PARAMS, batch_size=10)).partial_fit(X)
     assert complete.step_size_history_["n_batch_iter"] == list(range(1, 61))
-    monkeypatch.setattr(_online, "STEP_SIZE_RECORD_CAPACITY", 8)
+    monkeypatch.setattr(_update_state, "STEP_SIZE_RECORD_CAPACITY", 8)
     thinned = FilteredLDA(**dict(PARAMS, batch_size=10)).partial_fit(X)
     updates = thinned.step_size_history_["n_batch_iter"]
     # Thinned at updates 8, 16 and 32; every 8th update is kept from then on.

@@ -27,7 +27,8 @@ from sklearn_svi._mechanisms import (
     SmoothingWindow,
     _smoothing,
 )
-from sklearn_svi._online import InMemoryRows
+from sklearn_svi._sources import InMemoryRows
+from sklearn_svi._update_state import UpdateState
 from sklearn_svi._threads import thread_pool
 from sklearn_svi._transaction import interrupts_deferred
 
@@ -100,17 +101,14 @@ def snapshot(value):
 
 def model_state(estimator):
     """Everything the estimator holds, its spare arrays excepted."""
-    attributes = {
-        name: value
-        for name, value in vars(estimator).items()
-        if name not in ("_spare_natural",)
-    }
-    state = snapshot(attributes)
-    for part in ("_step_size",):
-        if part in state:
-            inner = dict(state[part][1])
-            inner.pop("_spare_mean", None)
-            state[part] = (state[part][0], inner)
+    state = snapshot(vars(estimator))
+    if "_update_state" in state:
+        name, update = state["_update_state"]
+        update = {key: value for key, value in update.items() if key != "spare_natural"}
+        kind, step_size = update["step_size"]
+        step_size = {key: value for key, value in step_size.items() if key != "_spare_mean"}
+        update["step_size"] = (kind, step_size)
+        state["_update_state"] = (name, update)
     return state
 
 
@@ -153,7 +151,8 @@ STAGES = [
     ("estimator", "_natural_updated"),
     ("estimator", "_project_natural"),
     ("estimator", "_after_update"),
-    ("estimator", "_record_step_size"),
+    (UpdateState, "record_step_size"),
+    (UpdateState, "record_evaluation"),
     ("estimator", "_evaluation_score"),
     ("estimator", "_after_pass"),
 ]

@@ -15,7 +15,9 @@ from ._settings import (
     SCHEDULE_CONSTRAINTS,
     SCHEDULES,
     Mechanisms,
+    filter_settings,
     learning_rate_constraint,
+    learning_rate_settings,
     renamed_constraint,
 )
 from ._smoothing import SmoothingWindow, SparseStatistic
@@ -44,6 +46,8 @@ __all__ = [
     "SparseStatistic",
     "StepSize",
     "StudentTFilter",
+    "filter_settings",
     "learning_rate_constraint",
+    "learning_rate_settings",
     "renamed_constraint",
 ]

@@ -6,6 +6,7 @@ weights and the step size from it here. The names of the step sizes live in
 one registry, which also gives the estimators' parameter constraints.
 """
 
+import warnings
 from dataclasses import dataclass
 from numbers import Real
 
@@ -81,6 +82,38 @@ FILTER_CONSTRAINTS = {
         Interval(Real, 0, 1, closed="right"),
     ],
 }
+
+
+def renamed_parameter(estimator, name, old_name):
+    """The value of the parameter ``name`` of ``estimator``, or of its
+    deprecated spelling ``old_name`` when the user set that one (with a
+    FutureWarning)."""
+    old_value = getattr(estimator, old_name)
+    if isinstance(old_value, str) and old_value == "deprecated":
+        return getattr(estimator, name)
+    warnings.warn(
+        f"The parameter '{old_name}' was renamed '{name}' in 0.1 and will be "
+        f"removed in 0.3; use '{name}' instead.",
+        FutureWarning,
+        stacklevel=3,
+    )
+    return old_value
+
+
+def learning_rate_settings(estimator, old_name):
+    """The ``Mechanisms`` fields of an estimator's schedule: its
+    ``learning_rate`` (or the deprecated spelling ``old_name``),
+    ``learning_offset`` and ``learning_decay``."""
+    return dict(
+        learning_rate=renamed_parameter(estimator, "learning_rate", old_name),
+        learning_offset=estimator.learning_offset,
+        learning_decay=estimator.learning_decay,
+    )
+
+
+def filter_settings(estimator):
+    """The ``Mechanisms`` fields of an estimator's filter parameters."""
+    return {name: getattr(estimator, name) for name in FILTER_CONSTRAINTS}
 
 
 @dataclass(frozen=True)

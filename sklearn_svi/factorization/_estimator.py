@@ -11,10 +11,12 @@ from .._mechanisms import (
     FILTER_CONSTRAINTS,
     SCHEDULE_CONSTRAINTS,
     Mechanisms,
+    filter_settings,
     learning_rate_constraint,
 )
 from .._mechanisms._docstrings import STEP_SIZE_PARAMETERS
 from .._online import OnlineUpdateMixin
+from .._sources import features_in, features_out, rowwise, summed_over_rows
 from ._model import _OnlineMatrixFactorization
 
 # Seed of the split of each user's ratings in ``score``.
@@ -230,27 +232,33 @@ n_components)
             learning_rate=self.learning_rate,
             learning_offset=self.learning_offset,
             learning_decay=self.learning_decay,
-            **self._filter_settings(),
+            **filter_settings(self),
         )
 
     # -- public API ----------------------------------------------------------------
 
+    @rowwise(n_columns=features_out)
     def transform(self, X):
         """The posterior mean of each user's factor, given the user's ratings.
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        X : {array-like, sparse matrix, Dask array or bag} of shape \
+                (n_samples, n_features)
             Ratings of the users, one row each; stored entries are observed.
+            The row blocks of a Dask collection are processed where they
+            are (see :ref:`cluster`).
 
         Returns
         -------
         user_factors : ndarray of shape (n_samples, n_components)
-            mu_i; a user without ratings gets the prior mean 0.
+            mu_i; a user without ratings gets the prior mean 0. A Dask array
+            for a Dask array, and a bag of each partition's rows for a bag.
         """
         X = self._check_fitted_ratings(X)
         return self._user_posteriors(X)[0].astype(X.dtype, copy=False)
 
+    @rowwise(n_columns=features_in, dtype=np.float64)
     def predict_ratings(self, X):
         """Expected ratings of every item by each user of X.
 
@@ -259,12 +267,16 @@ n_components)
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Ratings of the users; stored entries are observed.
+        X : {array-like, sparse matrix, Dask array or bag} of shape \
+                (n_samples, n_features)
+            Ratings of the users; stored entries are observed. The row
+            blocks of a Dask collection are processed where they are.
 
         Returns
         -------
         ratings : ndarray of shape (n_samples, n_features)
+            A Dask array for a Dask array, and a bag of each partition's
+            rows for a bag.
         """
         X = self._check_fitted_ratings(X)
         means = self._user_posteriors(X)[0]
@@ -307,30 +319,46 @@ n_components)
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Ratings of the users; stored entries are observed.
+        X : {array-like, sparse matrix, Dask array or bag} of shape \
+                (n_samples, n_features)
+            Ratings of the users; stored entries are observed. Each row
+            block of a Dask collection is split where it is, with the same
+            seed, so the held-out ratings are not those of the same rows in
+            memory.
         y : Ignored
             Not used, present for API consistency by convention.
 
         Returns
         -------
         score : float
-            Minus the RMSE on the held-out ratings.
+            Minus the RMSE on the held-out ratings. For a Dask collection, a
+            Dask Delayed object that computes it.
 
         Raises
         ------
         ValueError
             If no user of X has two ratings, so nothing can be held out.
         """
+        return summed_over_rows(
+            self, X, type(self)._completion_errors, type(self)._score_of_errors
+        )
+
+    def _completion_errors(self, X):
+        """The sum of the squared errors of rating completion on X, and the
+        number of held-out ratings: what rows add to ``score``."""
         X = self._check_fitted_ratings(X)
         observed, users, items, ratings = _completion_split(X)
-        if len(ratings) == 0:
+        predicted = self._predict_entries(observed, users, items)
+        return np.array([np.sum((predicted - ratings) ** 2), len(ratings)])
+
+    def _score_of_errors(self, errors):
+        squared, n_ratings = errors
+        if n_ratings == 0:
             raise ValueError(
                 "score holds out half of each user's ratings, and no user of "
                 "X has two ratings."
             )
-        predicted = self._predict_entries(observed, users, items)
-        return -float(np.sqrt(np.mean((predicted - ratings) ** 2)))
+        return -float(np.sqrt(squared / n_ratings))
 
     def lower_bound(self, X):
         """The evidence lower bound (ELBO) of the ratings X and the items.
@@ -342,15 +370,25 @@ n_components)
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Ratings of the users; stored entries are observed.
+        X : {array-like, sparse matrix, Dask array or bag} of shape \
+                (n_samples, n_features)
+            Ratings of the users; stored entries are observed. The row
+            blocks of a Dask collection are processed where they are.
 
         Returns
         -------
         bound : float
-            Higher is better.
+            Higher is better. For a Dask collection, a Dask Delayed object
+            that computes it.
         """
-        return float(self._bound(self._check_fitted_ratings(X)))
+        return summed_over_rows(
+            self, X, type(self)._checked_users_bound, type(self)._bound_of_users
+        )
+
+    def _checked_users_bound(self, X):
+        """The users' terms of the ELBO of X validated: what rows add to
+        ``lower_bound``."""
+        return self._users_bound(self._check_fitted_ratings(X))
 
     @property
     def _n_features_out(self):

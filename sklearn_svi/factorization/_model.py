@@ -281,14 +281,15 @@ class _OnlineMatrixFactorization(OnlineUpdateMixin, BaseEstimator):
             means, covariances, self.prior_precision
         )
 
-    def _bound(self, X):
-        """The ELBO of the ratings X and the items."""
+    def _bound_of_users(self, users_bound):
+        """The ELBO of ratings whose users' terms are ``users_bound``, and
+        of the items."""
         items = _gaussian_divergence(
             self.components_.T.astype(np.float64),
             self.component_covariances_.astype(np.float64),
             self.prior_precision,
         )
-        return self._users_bound(X) - items
+        return float(users_bound - items)
 
     def _predict_entries(self, X, rows, columns):
         """E[y] at the (row, column) pairs, the users' factors fitted to X."""

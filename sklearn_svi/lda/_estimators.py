@@ -9,7 +9,9 @@ from .._mechanisms import (
     FILTER_CONSTRAINTS,
     SCHEDULE_CONSTRAINTS,
     Mechanisms,
+    filter_settings,
     learning_rate_constraint,
+    learning_rate_settings,
     renamed_constraint,
 )
 from ._docstrings import _SCHEDULE_PARAMETERS, estimator_docstring
@@ -110,7 +112,7 @@ class SmoothedLDA(_OnlineLDA):
 
     def _mechanism_settings(self):
         return Mechanisms(
-            window_length=self.L, **self._learning_rate_settings("step_size")
+            window_length=self.L, **learning_rate_settings(self, "step_size")
         )
 
 
@@ -235,7 +237,7 @@ class AnnealedLDA(_OnlineLDA):
         return Mechanisms(
             effective_batch_size=M,
             effective_batch_growth=M if self.M_growth == "auto" else self.M_growth,
-            **self._learning_rate_settings("step_size"),
+            **learning_rate_settings(self, "step_size"),
         )
 
 
@@ -389,10 +391,10 @@ class FilteredLDA(_OnlineLDA):
 
     def _mechanism_settings(self):
         return Mechanisms(
-            **self._learning_rate_settings("filter"), **self._filter_settings()
+            **learning_rate_settings(self, "filter"), **filter_settings(self)
         )
 
     @property
     def filter_state_(self):
         check_is_fitted(self)
-        return self._step_size.state()
+        return self._update_state.step_size.state()

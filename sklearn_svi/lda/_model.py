@@ -23,8 +23,8 @@ from sklearn.base import (
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, check_non_negative, validate_data
 
-from .. import _cluster
 from .._online import OnlineUpdateMixin
+from .._sources import features_out, rowwise, summed_over_rows
 from .._threads import map_rows, sum_rows, thread_pool
 from .._validation import listed_rows, rows_of_entries
 from ._dirichlet import (
@@ -84,6 +84,9 @@ class _OnlineLDA(
     Subclasses set the mechanisms; this class is the model: its local step,
     prior, bound and transform.
     """
+
+    # lambda starts from draws that read only the number of words.
+    _initial_sample_batches = 0
 
     _parameter_constraints: dict = {
         **OnlineUpdateMixin._online_parameter_constraints,
@@ -386,14 +389,17 @@ class _OnlineLDA(
         """The documents' terms of the ELBO of X, by the mean-field step."""
         return self._document_bound(self._infer(X, collapsed=False))
 
-    def _checked_documents_bound(self, X):
-        """``_documents_bound`` of X validated: what a row block adds to the
-        ELBO of a Dask collection."""
-        return self._documents_bound(self._check_fitted_documents(X))
+    def _documents_totals(self, X):
+        """The documents' terms of the ELBO of X validated, and its number
+        of words: what rows add to ``score`` and ``perplexity``."""
+        X = self._check_fitted_documents(X)
+        return np.array([self._documents_bound(X), X.sum()], dtype=np.float64)
 
-    def _checked_word_count(self, X):
-        """The number of words of X validated, as a float."""
-        return float(self._check_fitted_documents(X).sum())
+    def _score_of_totals(self, totals):
+        return float(totals[0] + self._topic_bound())
+
+    def _perplexity_of_totals(self, totals):
+        return _perplexity(self._score_of_totals(totals), totals[1])
 
     def _evaluation_score(self, X):
         """``scoring(self, X)``, or the per-word bound of the documents'
@@ -435,6 +441,7 @@ class _OnlineLDA(
     def _n_features_out(self):
         return self.n_components
 
+    @rowwise(n_columns=features_out)
     def transform(self, X):
         """Infer the topic proportions of documents.
 
@@ -452,11 +459,6 @@ class _OnlineLDA(
             no words gets the prior's mean, 1 / n_components. A Dask array
             for a Dask array, and a bag of each partition's rows for a bag.
         """
-        if _cluster.is_dask_collection(X):
-            check_is_fitted(self)
-            return _cluster.map_row_blocks(
-                self, "transform", X, self.n_components, self._natural.dtype
-            )
         X = self._check_fitted_documents(X)
         doc_topic = self._infer(X).doc_topic
         return doc_topic / doc_topic.sum(axis=1, keepdims=True)
@@ -479,12 +481,9 @@ class _OnlineLDA(
             The ELBO of the documents and the topics; higher is better. For
             a Dask collection, a Dask Delayed object that computes it.
         """
-        if _cluster.is_dask_collection(X):
-            check_is_fitted(self)
-            documents = _cluster.sum_row_blocks(self, "_checked_documents_bound", X)
-            return documents + self._topic_bound()
-        X = self._check_fitted_documents(X)
-        return float(self._documents_bound(X) + self._topic_bound())
+        return summed_over_rows(
+            self, X, type(self)._documents_totals, type(self)._score_of_totals
+        )
 
     def perplexity(self, X):
         """Perplexity, exp(-ELBO / number of words), as in scikit-learn.
@@ -507,15 +506,9 @@ class _OnlineLDA(
         ValueError
             If X holds no words, where the perplexity is undefined.
         """
-        if _cluster.is_dask_collection(X):
-            check_is_fitted(self)
-            return _cluster.delayed_call(
-                _perplexity,
-                self.score(X),
-                _cluster.sum_row_blocks(self, "_checked_word_count", X),
-            )
-        X = self._check_fitted_documents(X)
-        return _perplexity(self.score(X), X.sum())
+        return summed_over_rows(
+            self, X, type(self)._documents_totals, type(self)._perplexity_of_totals
+        )
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -8,16 +8,18 @@ from sklearn.utils import check_random_state, check_scalar
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .. import _cluster
 from .._mechanisms import (
     FILTER_CONSTRAINTS,
     SCHEDULE_CONSTRAINTS,
     Mechanisms,
+    filter_settings,
     learning_rate_constraint,
+    learning_rate_settings,
     renamed_constraint,
 )
 from .._mechanisms._docstrings import STEP_SIZE_PARAMETERS
 from .._online import OnlineUpdateMixin
+from .._sources import features_out, rowwise, summed_over_rows
 from ._model import _OnlineGaussianMixture
 
 
@@ -298,12 +300,13 @@ degrees_of_freedom_prior_, covariance_prior_
             window_length=self.L,
             effective_batch_size=self.M,
             effective_batch_growth=self.M_growth,
-            **self._learning_rate_settings("step_size"),
-            **self._filter_settings(),
+            **learning_rate_settings(self, "step_size"),
+            **filter_settings(self),
         )
 
     # -- public API ----------------------------------------------------------------
 
+    @rowwise(dtype=np.float64)
     def score_samples(self, X):
         """Log of the variational predictive weight of each sample.
 
@@ -321,9 +324,6 @@ degrees_of_freedom_prior_, covariance_prior_
         log_prob : ndarray of shape (n_samples,)
             A Dask array for a Dask array.
         """
-        if _cluster.is_dask_collection(X):
-            check_is_fitted(self)
-            return _cluster.map_row_blocks(self, "score_samples", X)
         return self._log_responsibilities(self._check_data(X))[0]
 
     def score(self, X, y=None):
@@ -342,18 +342,20 @@ degrees_of_freedom_prior_, covariance_prior_
         log_likelihood : float
             For a Dask collection, a Dask Delayed object that computes it.
         """
-        if _cluster.is_dask_collection(X):
-            check_is_fitted(self)
-            total = _cluster.sum_row_blocks(self, "_score_total", X)
-            return total[0] / total[1]
-        return float(self.score_samples(X).mean())
+        return summed_over_rows(
+            self, X, type(self)._score_total, type(self)._score_of_total
+        )
 
     def _score_total(self, X):
         """The sum of ``score_samples`` over X, and the number of samples:
-        what a row block adds to the score of a Dask collection."""
+        what rows add to the score."""
         log_prob = self.score_samples(X)
         return np.array([log_prob.sum(), len(log_prob)])
 
+    def _score_of_total(self, total):
+        return float(total[0] / total[1])
+
+    @rowwise(n_columns=features_out)
     def predict_proba(self, X):
         """Responsibilities of the components for each sample.
 
@@ -368,11 +370,6 @@ degrees_of_freedom_prior_, covariance_prior_
         resp : ndarray of shape (n_samples, n_components)
             A Dask array for a Dask array.
         """
-        if _cluster.is_dask_collection(X):
-            check_is_fitted(self)
-            return _cluster.map_row_blocks(
-                self, "predict_proba", X, self.n_components, self._natural.dtype
-            )
         return np.exp(self._log_responsibilities(self._check_data(X))[1])
 
     def transform(self, X):

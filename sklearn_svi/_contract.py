@@ -1,0 +1,120 @@
+"""The model's part of the online update: the hooks every model fills in.
+
+:class:`~sklearn_svi._online.OnlineUpdateMixin` runs the update and asks the
+model, through the hooks of :class:`OnlineModel`, for what depends on it:
+its data checks, its initial lambda, its local step, its prior and feasible
+set, its score and its mechanisms. The abstract hooks are the contract; the
+others do nothing unless a model overrides them.
+"""
+
+import copy
+from abc import ABCMeta, abstractmethod
+
+import numpy as np
+
+
+class OnlineModel(metaclass=ABCMeta):
+    """The hooks through which a model takes part in the online update.
+
+    lambda is an array of shape (n_params, n_components), kept in
+    ``_natural``; the update's own state is ``_update_state``.
+    """
+
+    # Minibatches' worth of rows that ``_initialize_online`` reads when the
+    # data are not in this process (all of them are read when they are).
+    _initial_sample_batches = 3
+
+    @abstractmethod
+    def _mechanism_settings(self):
+        """The estimator's mechanisms, a ``_mechanisms.Mechanisms``."""
+
+    @abstractmethod
+    def _check_training_data(self, X, reset, dtype=None):
+        """``X`` validated for an update; ``reset`` on the first one.
+
+        The result has the floating point type ``dtype``, or for None that
+        of ``X`` when it is float32 or float64, and float64 otherwise.
+        """
+
+    @abstractmethod
+    def _initial_natural(self, X, n_total, random_state):
+        """The initial lambda for a data set of ``n_total`` samples like ``X``."""
+
+    @abstractmethod
+    def _local_statistic(self, minibatch, sample_weight=None, draw=0, n_batch=None):
+        """The mean statistic S_t of a minibatch, a ``SparseStatistic``.
+
+        ``minibatch`` is what ``_prepare_minibatch`` returned; each sample's
+        statistic is multiplied by its weight in ``sample_weight`` (None for
+        ones). ``draw`` numbers the minibatch (the update number t, or -j for
+        the j-th minibatch of a filter's start): a local step that draws
+        random numbers takes them from a stream of that number alone, and
+        each sample's part of it depends on that sample alone. The sum of
+        the samples' statistics is divided by ``n_batch``, by default the
+        number of samples: a shard of a larger minibatch divides by the
+        minibatch's size, so that the shards' statistics add up to S_t.
+        """
+
+    @abstractmethod
+    def _prior_natural(self):
+        """eta, a scalar or an array shaped like lambda (or one column of it)."""
+
+    @abstractmethod
+    def _project_natural(self):
+        """Make lambda feasible after an annealed update; return the number
+        of coordinates changed."""
+
+    @abstractmethod
+    def _evaluation_score(self, X):
+        """A score of ``X``, higher is better, for ``evaluation_history_``."""
+
+    @abstractmethod
+    def _fit_converged(self):
+        """Whether ``fit`` can stop after the pass just made."""
+
+    def _prepare_minibatch(self, X_batch):
+        """The minibatch in the form ``_local_statistic`` takes: X_batch itself.
+
+        It is prepared on a helper thread while the minibatch before it is
+        processed, so it must only read ``X_batch``.
+        """
+        return X_batch
+
+    def _rows_read(self, minibatch):
+        """The rows of lambda that the local step of ``minibatch`` reads,
+        sorted, or None for all of them."""
+        return None
+
+    def _local_copy(self, rows=None):
+        """A copy of the model that holds what the local step needs.
+
+        What only the update uses (its ``UpdateState``) is left out, and lambda is cut to the rows ``rows`` when they
+        are given; the copy keeps their indices in ``_natural_rows``. This
+        is what travels to a worker of a cluster.
+        """
+        local = copy.copy(self)
+        local.__dict__ = dict(self.__dict__)
+        del local.__dict__["_update_state"]
+        if rows is not None:
+            local._natural = self._natural[rows]
+            local._natural_rows = rows
+        return local
+
+    def _least_likely_samples(self, X_batch):
+        """Indices of the samples of ``X_batch`` that fit the model worst,
+        worst first, named when an update from them is refused."""
+        return np.empty(0, dtype=np.intp)
+
+    def _natural_updated(self, row_sums):
+        """Hook run after lambda moved, with the float64 sums of its rows,
+        which the update computes as it writes them."""
+
+    def _after_update(self, rho, statistic):
+        """Hook run after each update of lambda, whose step size was ``rho``
+        and whose minibatch statistic was ``statistic``."""
+
+    def _after_pass(self):
+        """Hook run after each pass of ``fit`` and each ``partial_fit``."""
+
+    def _after_fit(self, converged):
+        """Hook run at the end of ``fit``."""

@@ -1,0 +1,237 @@
+"""Where a model's data are: the row-source protocol and the engines.
+
+The online update reads its training data through a :class:`RowSource`: a
+number of samples, minibatches of rows, and what the model computes from a
+minibatch (its statistic, its score, its worst samples). Data held in this
+process are :class:`InMemoryRows`. Data held elsewhere belong to an
+:class:`Engine`, which registers itself here (:func:`register_engine`) and
+answers with a row source of its own; the Dask engine,
+:mod:`sklearn_svi._cluster`, is the only one. The core never imports an
+engine: it asks the registered ones.
+
+The models' public methods take an engine's collections too. A method that
+maps each row of ``X`` to a row of its result is declared with
+:func:`rowwise`; a method that adds up the rows' parts and finishes from the
+sum calls :func:`summed_over_rows`. Their bodies only see arrays of this
+process: on an engine's collection the same NumPy code runs on each row
+block where it is.
+"""
+
+import functools
+from typing import Protocol
+
+from sklearn.utils.validation import check_is_fitted
+
+from ._threads import prefetch
+
+
+class Minibatch(Protocol):
+    """A minibatch of a row source; ``size`` is its number of samples."""
+
+    size: int
+
+
+class PendingMinibatch(Protocol):
+    """A minibatch whose slicing and preparation may still be under way."""
+
+    def result(self) -> Minibatch:
+        """The minibatch, once it is ready."""
+
+
+class RowSource(Protocol):
+    """Training data that the online update reads in minibatches.
+
+    Attributes
+    ----------
+    n_samples : int
+        The number of rows.
+    dtype : numpy.dtype
+        The rows' floating point type.
+    """
+
+    n_samples: int
+    dtype: object
+
+    def initial_rows(self):
+        """The rows the model is initialised from (``_initialize_online``)."""
+
+    def minibatch(self, rows) -> PendingMinibatch:
+        """Start cutting and preparing the minibatch of the rows ``rows``
+        (an array of indices or a slice)."""
+
+    def statistic(self, minibatch, sample_weight=None, draw=0):
+        """The minibatch statistic at the model's present state, a
+        ``SparseStatistic`` (``_local_statistic``)."""
+
+    def evaluation_score(self, minibatch):
+        """The model's evaluation score of the minibatch."""
+
+    def least_likely_samples(self, minibatch):
+        """The samples of the minibatch that fit the model worst, by their
+        place in it, worst first."""
+
+
+class Engine(Protocol):
+    """A place other than this process where the rows of data are."""
+
+    def holds(self, X) -> bool:
+        """Whether ``X`` is one of the engine's collections of rows."""
+
+    def fits(self, X) -> bool:
+        """Whether the engine runs the fit on the training data ``X``."""
+
+    def row_source(self, model, X, reset, dtype) -> RowSource:
+        """The training data ``X`` validated by ``model``, where they are."""
+
+    def map_row_blocks(self, method, model, X, n_columns, dtype):
+        """``method(model, block)`` on each row block of ``X``, as one
+        collection of the results' rows (``n_columns`` of ``dtype`` each,
+        None for one value)."""
+
+    def sum_row_blocks(self, part, model, X):
+        """The sum of ``part(model, block)`` over the row blocks of ``X``,
+        added in the blocks' order, computed later."""
+
+    def later(self, function, *arguments):
+        """``function(*arguments)``, computed with the engine's results."""
+
+
+_ENGINES = []
+
+
+def register_engine(engine):
+    """Make the collections of ``engine`` acceptable to every model."""
+    _ENGINES.append(engine)
+
+
+def _engine_holding(X):
+    return next((engine for engine in _ENGINES if engine.holds(X)), None)
+
+
+def training_rows(model, X, reset, dtype):
+    """The training data ``X`` validated by ``model``, as a row source.
+
+    In this process, unless a registered engine runs the fit (for the Dask
+    engine: on a Dask collection, or inside
+    ``joblib.parallel_backend("dask")``).
+    """
+    for engine in _ENGINES:
+        if engine.fits(X):
+            return engine.row_source(model, X, reset, dtype)
+    return InMemoryRows(model, model._check_training_data(X, reset, dtype))
+
+
+def rowwise(n_columns=None, dtype=None):
+    """Declare a method ``method(self, X)`` whose result has a row per row
+    of ``X``.
+
+    On an engine's collection the method runs on each row block where it
+    is, and returns the engine's collection of the results.
+
+    Parameters
+    ----------
+    n_columns : callable, default=None
+        ``n_columns(model)``, the number of values in each row of the
+        result; None for one value per row.
+    dtype : dtype, default=None
+        The type of the result; None for that of the model's lambda.
+    """
+
+    def declare(method):
+        @functools.wraps(method)
+        def on_any_rows(self, X):
+            engine = _engine_holding(X)
+            if engine is None:
+                return method(self, X)
+            check_is_fitted(self)
+            return engine.map_row_blocks(
+                on_any_rows,
+                self,
+                X,
+                None if n_columns is None else n_columns(self),
+                self._natural.dtype if dtype is None else dtype,
+            )
+
+        return on_any_rows
+
+    return declare
+
+
+def features_out(model):
+    """The number of features that ``model.transform`` gives."""
+    return model._n_features_out
+
+
+def features_in(model):
+    """The number of features that ``model`` was fitted on."""
+    return model.n_features_in_
+
+
+def summed_over_rows(model, X, part, finish):
+    """``finish(model, part(model, X))`` for a ``part`` that adds over rows.
+
+    On an engine's collection the parts of the row blocks are computed where
+    they are and added, and the result is the engine's deferred value.
+    """
+    engine = _engine_holding(X)
+    if engine is None:
+        return finish(model, part(model, X))
+    check_is_fitted(model)
+    return engine.later(finish, model, engine.sum_row_blocks(part, model, X))
+
+
+class _Minibatch:
+    """A minibatch of rows in this process, and the same rows prepared for
+    the model's local step."""
+
+    def __init__(self, X_batch, prepared):
+        self.X_batch = X_batch
+        self.prepared = prepared
+
+    @property
+    def size(self):
+        return self.X_batch.shape[0]
+
+
+class InMemoryRows:
+    """Training data held in this process: a :class:`RowSource`.
+
+    Parameters
+    ----------
+    model : OnlineUpdateMixin
+        The model that is fitted.
+    X : {ndarray, sparse matrix} of shape (n_samples, n_features)
+        The validated data.
+    """
+
+    def __init__(self, model, X):
+        self.model = model
+        self.X = X
+
+    @property
+    def n_samples(self):
+        return self.X.shape[0]
+
+    @property
+    def dtype(self):
+        return self.X.dtype
+
+    def initial_rows(self):
+        return self.X
+
+    def minibatch(self, rows):
+        """Start slicing and preparing the rows ``rows`` on a helper thread."""
+        return prefetch(self._minibatch, rows)
+
+    def _minibatch(self, rows):
+        X_batch = self.X[rows]
+        return _Minibatch(X_batch, self.model._prepare_minibatch(X_batch))
+
+    def statistic(self, minibatch, sample_weight=None, draw=0):
+        return self.model._local_statistic(minibatch.prepared, sample_weight, draw)
+
+    def evaluation_score(self, minibatch):
+        return self.model._evaluation_score(minibatch.X_batch)
+
+    def least_likely_samples(self, minibatch):
+        return self.model._least_likely_samples(minibatch.X_batch)

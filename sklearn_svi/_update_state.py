@@ -1,0 +1,143 @@
+"""What the online update changes besides lambda, as one object.
+
+A fit keeps its mechanisms (the smoothing window, the step size, the
+annealing weights), its random state and its records in one
+:class:`UpdateState`, built from the estimator's ``Mechanisms``. The update
+changes it as one unit: a transaction begins, commits and rolls back the
+whole state (:mod:`sklearn_svi._transaction`), a pickle drops only its spare
+array, and a copy of the model for a worker leaves all of it behind.
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+# Most step sizes kept in the step size record.
+STEP_SIZE_RECORD_CAPACITY = 10_000
+
+
+def _empty_evaluation_history():
+    return {"n_batch_iter": [], "n_samples_seen": [], "score": []}
+
+
+def _empty_step_size_history():
+    return {"n_batch_iter": [], "step_size": []}
+
+
+@dataclass
+class UpdateState:
+    """The state of the online update that only the update reads.
+
+    Parameters
+    ----------
+    window : SmoothingWindow
+        The last L minibatch statistics.
+    step_size : StepSize
+        The schedule or filter that gives rho_t.
+    annealing : AnnealingWeights or None
+        The samples' annealing weights, None for plain minibatches.
+    random_state : RandomState
+        The source of the passes' orders, the annealing weights and a
+        filter's start.
+    evaluation_history : dict of lists
+        ``n_batch_iter``, ``n_samples_seen`` and ``score`` of each
+        evaluation.
+    step_size_history : dict of lists
+        ``n_batch_iter`` and ``step_size`` of the recorded updates.
+    step_size_record_every : int, default=1
+        Record every this many updates' step size.
+    spare_natural : ndarray or None, default=None
+        The array lambda was in before the last update, into which the next
+        update writes; it holds no information.
+    """
+
+    window: object
+    step_size: object
+    annealing: object
+    random_state: np.random.RandomState
+    evaluation_history: dict = field(default_factory=_empty_evaluation_history)
+    step_size_history: dict = field(default_factory=_empty_step_size_history)
+    step_size_record_every: int = 1
+    spare_natural: np.ndarray | None = None
+
+    @classmethod
+    def build(cls, mechanisms, shape, dtype, random_state):
+        """The state of a new fit of lambda of ``shape`` and ``dtype``."""
+        return cls(
+            window=mechanisms.build_window(shape, dtype),
+            step_size=mechanisms.build_step_size(shape, dtype),
+            annealing=mechanisms.build_annealing(),
+            random_state=random_state,
+        )
+
+    def record_step_size(self, n_batch_iter, rho):
+        """Keep rho of update ``n_batch_iter``, thinned to a bounded record.
+
+        Every update is kept until the record holds
+        ``STEP_SIZE_RECORD_CAPACITY`` values; then every second one is
+        dropped and only every second update is kept from there on, and so
+        on, so that the record always spans the whole run.
+        """
+        if n_batch_iter % self.step_size_record_every:
+            return
+        history = self.step_size_history
+        history["n_batch_iter"].append(n_batch_iter)
+        history["step_size"].append(float(rho))
+        if len(history["step_size"]) == STEP_SIZE_RECORD_CAPACITY:
+            # New lists, which a rollback can leave behind for the old ones.
+            self.step_size_history = {
+                name: values[1::2] for name, values in history.items()
+            }
+            self.step_size_record_every *= 2
+
+    def record_evaluation(self, n_batch_iter, n_samples_seen, score):
+        """Keep the evaluation score after update ``n_batch_iter``."""
+        history = self.evaluation_history
+        history["n_batch_iter"].append(n_batch_iter)
+        history["n_samples_seen"].append(n_samples_seen)
+        history["score"].append(float(score))
+
+    # -- one unit of a transaction ------------------------------------------------
+
+    def _parts(self):
+        return [part for part in (self.window, self.step_size) if part is not None]
+
+    def _lists(self):
+        return [
+            values
+            for history in (self.evaluation_history, self.step_size_history)
+            for values in history.values()
+        ]
+
+    def begin(self):
+        """Start recording the changes, for :meth:`rollback`."""
+        self._saved = (
+            dict(vars(self)),
+            self.random_state.get_state(),
+            [(values, len(values)) for values in self._lists()],
+        )
+        for part in self._parts():
+            part.begin()
+
+    def commit(self):
+        """Keep the changes since :meth:`begin`."""
+        for part in self._parts():
+            part.commit()
+        del self._saved
+
+    def rollback(self):
+        """Undo the changes since :meth:`begin`."""
+        fields, random_state, lengths = self._saved
+        for part in self._parts():
+            part.rollback()
+        vars(self).clear()
+        vars(self).update(fields)
+        self.random_state.set_state(random_state)
+        for values, length in lengths:
+            del values[length:]
+
+    def __getstate__(self):
+        state = dict(vars(self))
+        state["spare_natural"] = None
+        state.pop("_saved", None)
+        return state
