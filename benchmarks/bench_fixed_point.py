@@ -1,0 +1,108 @@
+"""Batch CVB0 started from the sampler's topics: is the sampler's fit a fixed point of the collapsed step?
+
+tomotopy's collapsed Gibbs sampler (fixed priors alpha = eta = 1/K) runs
+for a CPU budget on one thread; its topic-word counts plus eta then become
+the lambda of ``SmoothedLDA``, and full-batch collapsed updates (every
+training document, step size 1: the iteration whose fixed point the online
+collapsed updates approach) run from there. Each step is scored by the same
+plug-in document completion as ``bench_quality.py``. Where the score falls
+from the sampler's, the collapsed step's fixed point near the sampler's
+topics is below them, and no schedule of the online updates can reach the
+sampler's score.
+
+Run ``python benchmarks/bench_fixed_point.py CORPUS [--column summary]``
+(a TSV file of texts, or NewsArticles / healthtweets). Needs tomotopy.
+"""
+
+import time
+from pathlib import Path
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from sklearn_svi import SmoothedLDA
+from sklearn_svi._mechanisms import ConstantStepSize
+
+from _common import CORPUS_HELD_OUT_FRACTION, argument_parser, completion_split
+from bench_quality import TomotopyLDA, held_out_log_predictive
+from corpus import BUILT_IN_CORPORA, corpus_name, load_corpus
+from tables import simple_table, write_results
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+
+def sampler_counts(sampler, n_features):
+    """The sampler's topic-word counts n_kw, over all the columns."""
+    model = sampler.model
+    words = [int(word) for word in model.used_vocabs]
+    eta = model.eta
+    totals = np.asarray(model.get_count_by_topics(), dtype=np.float64)
+    counts = np.zeros((model.k, n_features))
+    for k in range(model.k):
+        smoothed = np.asarray(model.get_topic_word_dist(k))
+        # The distribution is (n_kw + eta) / (n_k + V eta) over used words.
+        counts[k, words] = smoothed * (totals[k] + len(words) * eta) - eta
+    return np.maximum(counts, 0.0)
+
+
+def main(argv=None):
+    parser = argument_parser(__doc__)
+    parser.add_argument(
+        "corpus", help=f"a text file, or one of {', '.join(BUILT_IN_CORPORA)}"
+    )
+    parser.add_argument("--column", help="the column of texts of a TSV file")
+    parser.add_argument("--n-features", type=int, default=10_000)
+    parser.add_argument("--n-components", type=int, default=100)
+    parser.add_argument("--budget", type=float, default=300.0)
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+
+    X = load_corpus(args.corpus, args.column, args.n_features)
+    X_train, completion = completion_split(
+        X, CORPUS_HELD_OUT_FRACTION, np.random.default_rng(0)
+    )
+    n_documents, K = X_train.shape[0], args.n_components
+    alpha = eta = 1.0 / K
+    rows = []
+    with threadpool_limits(limits=1):
+        sampler = TomotopyLDA(X_train, K, args.seed, optim_interval=0)
+        cpu = 0.0
+        while cpu < args.budget:
+            started = time.process_time()
+            sampler.train(10)
+            cpu += time.process_time() - started
+        topics = eta + sampler_counts(sampler, X_train.shape[1])
+        rows.append(
+            ["tomotopy, fixed priors", f"{cpu:.0f}",
+             f"{held_out_log_predictive(topics, completion, alpha):.4f}"]
+        )
+        print(*rows[-1], flush=True)
+        model = SmoothedLDA(
+            n_components=K, batch_size=n_documents, total_samples=n_documents,
+            random_state=args.seed,
+        ).partial_fit(X_train[:1])
+        model._natural = np.ascontiguousarray(topics.T, dtype=model._natural.dtype)
+        model._natural_updated(model._sum_topics())
+        model._update_state.step_size = ConstantStepSize(1.0)
+        for step in range(1, args.steps + 1):
+            started = time.process_time()
+            model.partial_fit(X_train)
+            spent = time.process_time() - started
+            score = held_out_log_predictive(model.components_, completion, alpha)
+            rows.append([f"then batch CVB0 step {step}", f"{spent:.1f}", f"{score:.4f}"])
+            print(*rows[-1], flush=True)
+    header = (
+        f"{corpus_name(args.corpus)}: {n_documents} training documents, K={K}, "
+        f"seed {args.seed}, one thread; held-out per-word log predictive "
+        "(plug-in document completion, as bench_quality.py)"
+    )
+    table = simple_table(["fit", "CPU s", "held-out"], rows)
+    print(table)
+    write_results(
+        RESULTS_DIR / f"fixed_point_{corpus_name(args.corpus)}.rst", [header, table]
+    )
+
+
+if __name__ == "__main__":
+    main()
