@@ -13,7 +13,7 @@ import numpy as np
 
 from sklearn_svi.metrics import split_tokens
 
-from corpus import load_counts
+from corpus import BUILT_IN_CORPORA, load_counts
 
 HELD_OUT_FRACTION = 0.1
 """Share of NewsArticles held out by :func:`held_out_split`."""
@@ -25,6 +25,19 @@ CORPUS_HELD_OUT_FRACTION = 0.05
 def argument_parser(doc):
     """A parser for a script, described by the first line of its docstring."""
     return argparse.ArgumentParser(description=doc.splitlines()[0])
+
+
+def corpus_parser(doc):
+    """:func:`argument_parser` with the arguments that choose a corpus:
+    ``corpus``, ``--column``, ``--n-features`` and ``--n-components``."""
+    parser = argument_parser(doc)
+    parser.add_argument(
+        "corpus", help=f"a text file, or one of {', '.join(BUILT_IN_CORPORA)}"
+    )
+    parser.add_argument("--column", help="the column of texts of a TSV file")
+    parser.add_argument("--n-features", type=int, default=10_000)
+    parser.add_argument("--n-components", type=int, default=100)
+    return parser
 
 
 def split_documents(X, fraction, rng):

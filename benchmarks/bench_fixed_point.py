@@ -1,4 +1,4 @@
-"""Batch CVB0 started from the sampler's topics: is the sampler's fit a fixed point of the collapsed step?
+"""Batch CVB0 started from the sampler's topics: does the collapsed step keep them?
 
 tomotopy's collapsed Gibbs sampler (fixed priors alpha = eta = 1/K) runs
 for a CPU budget on one thread; its topic-word counts plus eta then become
@@ -23,9 +23,9 @@ from threadpoolctl import threadpool_limits
 from sklearn_svi import SmoothedLDA
 from sklearn_svi._mechanisms import ConstantStepSize
 
-from _common import CORPUS_HELD_OUT_FRACTION, argument_parser, completion_split
+from _common import CORPUS_HELD_OUT_FRACTION, completion_split, corpus_parser
 from bench_quality import TomotopyLDA, held_out_log_predictive
-from corpus import BUILT_IN_CORPORA, corpus_name, load_corpus
+from corpus import corpus_name, load_corpus
 from tables import simple_table, write_results
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -46,13 +46,7 @@ def sampler_counts(sampler, n_features):
 
 
 def main(argv=None):
-    parser = argument_parser(__doc__)
-    parser.add_argument(
-        "corpus", help=f"a text file, or one of {', '.join(BUILT_IN_CORPORA)}"
-    )
-    parser.add_argument("--column", help="the column of texts of a TSV file")
-    parser.add_argument("--n-features", type=int, default=10_000)
-    parser.add_argument("--n-components", type=int, default=100)
+    parser = corpus_parser(__doc__)
     parser.add_argument("--budget", type=float, default=300.0)
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
@@ -90,7 +84,9 @@ def main(argv=None):
             model.partial_fit(X_train)
             spent = time.process_time() - started
             score = held_out_log_predictive(model.components_, completion, alpha)
-            rows.append([f"then batch CVB0 step {step}", f"{spent:.1f}", f"{score:.4f}"])
+            rows.append(
+                [f"then batch CVB0 step {step}", f"{spent:.1f}", f"{score:.4f}"]
+            )
             print(*rows[-1], flush=True)
     header = (
         f"{corpus_name(args.corpus)}: {n_documents} training documents, K={K}, "

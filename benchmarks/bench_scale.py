@@ -37,11 +37,11 @@ from sklearn_svi.metrics import log_predictive
 
 from _common import (
     CORPUS_HELD_OUT_FRACTION,
-    argument_parser,
     completion_split,
+    corpus_parser,
     shuffled_epochs,
 )
-from corpus import BUILT_IN_CORPORA, corpus_name, load_corpus
+from corpus import corpus_name, load_corpus
 from tables import mean_spread, simple_table, write_results
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -205,14 +205,7 @@ def format_trace(traces):
 
 
 def main(argv=None):
-    parser = argument_parser(__doc__)
-    parser.add_argument(
-        "corpus",
-        help=f"a text file, or one of {', '.join(BUILT_IN_CORPORA)}",
-    )
-    parser.add_argument("--column", help="the column of texts of a TSV file")
-    parser.add_argument("--n-features", type=int, default=10_000)
-    parser.add_argument("--n-components", type=int, default=100)
+    parser = corpus_parser(__doc__)
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--seeds", type=int, default=3)

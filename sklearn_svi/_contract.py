@@ -88,9 +88,10 @@ class OnlineModel(metaclass=ABCMeta):
     def _local_copy(self, rows=None):
         """A copy of the model that holds what the local step needs.
 
-        What only the update uses (its ``UpdateState``) is left out, and lambda is cut to the rows ``rows`` when they
-        are given; the copy keeps their indices in ``_natural_rows``. This
-        is what travels to a worker of a cluster.
+        What only the update uses (its ``UpdateState``) is left out, and
+        lambda is cut to the rows ``rows`` when they are given; the copy
+        keeps their indices in ``_natural_rows``. This is what travels to a
+        worker of a cluster.
         """
         local = copy.copy(self)
         local.__dict__ = dict(self.__dict__)

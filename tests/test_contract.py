@@ -100,7 +100,8 @@ def plain_svi_reference(estimator, X):
     X = model._check_training_data(X, reset=True)
     model._initialize_online(X, model.total_samples, Mechanisms())
     for step, batch in enumerate(gen_batches(X.shape[0], BATCH), start=1):
-        statistic = model._local_statistic(model._prepare_minibatch(X[batch]), draw=step)
+        minibatch = model._prepare_minibatch(X[batch])
+        statistic = model._local_statistic(minibatch, draw=step)
         total = np.zeros_like(model._natural)
         total[statistic.rows] = statistic.block
         prior = np.broadcast_to(
@@ -151,7 +152,9 @@ def test_a_filter_changes_only_the_step_size(name, monkeypatch):
     step_sizes = filtered.step_size_history_["step_size"]
     assert len(set(step_sizes)) > 1
     monkeypatch.setattr(
-        Mechanisms, "build_step_size", lambda settings, shape, dtype: Replayed(step_sizes)
+        Mechanisms,
+        "build_step_size",
+        lambda settings, shape, dtype: Replayed(step_sizes),
     )
     replayed = clone(estimator).partial_fit(X)
     assert_array_equal(replayed._natural, filtered._natural)
