@@ -3,8 +3,9 @@
 :class:`~sklearn_svi._online.OnlineUpdateMixin` runs the update and asks the
 model, through the hooks of :class:`OnlineModel`, for what depends on it:
 its data checks, its initial lambda, its local step, its prior and feasible
-set, its score and its mechanisms. The abstract hooks are the contract; the
-others do nothing unless a model overrides them.
+set and its score. The abstract hooks are the contract; the others do
+nothing unless a model overrides them. (Its mechanisms come from its
+parameters, :mod:`sklearn_svi._parameters`.)
 """
 
 import copy
@@ -23,10 +24,6 @@ class OnlineModel(metaclass=ABCMeta):
     # Minibatches' worth of rows that ``_initialize_online`` reads when the
     # data are not in this process (all of them are read when they are).
     _initial_sample_batches = 3
-
-    @abstractmethod
-    def _mechanism_settings(self):
-        """The estimator's mechanisms, a ``_mechanisms.Mechanisms``."""
 
     @abstractmethod
     def _check_training_data(self, X, reset, dtype=None):

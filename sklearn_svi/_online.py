@@ -23,15 +23,14 @@ climbs no bound: the update is the same, what it converges to is not.
 import dataclasses
 import logging
 import time
-from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils import check_random_state, gen_batches
-from sklearn.utils._param_validation import Interval
 
 from ._contract import OnlineModel
 from ._mechanisms import NoisyOptimum, SmoothingWindow
+from ._parameters import OnlineParameters
 from ._sources import training_rows
 from ._threads import sum_rows, thread_pool
 from ._transaction import spare_like, transaction
@@ -48,7 +47,7 @@ def _prior_by_row(prior, n_rows, dtype):
     return np.broadcast_to(np.asarray(prior, dtype=dtype).reshape(-1), (n_rows,))
 
 
-class OnlineUpdateMixin(OnlineModel):
+class OnlineUpdateMixin(OnlineModel, OnlineParameters):
     """Drive ``fit`` and ``partial_fit`` through the shared SVI update.
 
     The model supplies its part through the hooks of :class:`OnlineModel`;
@@ -56,24 +55,14 @@ class OnlineUpdateMixin(OnlineModel):
     array of shape (n_params, n_components), kept in ``_natural``, and
     everything else the update changes is the fit's ``UpdateState``.
 
-    The mixin reads the estimator's parameters ``batch_size``, ``max_iter``,
-    ``total_samples``, ``evaluate_every``, ``n_jobs``, ``verbose``,
-    ``random_state`` and, when it has one, ``warm_start``; everything about
-    the mechanisms comes from ``_mechanism_settings``. A fit runs on one pool
-    of ``n_jobs`` threads (:func:`~sklearn_svi._threads.thread_pool`), which
-    the model's local step and every row-wise array operation of the update
-    share.
+    The mixin reads the estimator's parameters (:class:`OnlineParameters`)
+    ``batch_size``, ``max_iter``, ``total_samples``, ``evaluate_every``,
+    ``warm_start``, ``n_jobs``, ``verbose`` and ``random_state``; everything
+    about the mechanisms comes from ``_mechanism_settings``. A fit runs on
+    one pool of ``n_jobs`` threads (:func:`~sklearn_svi._threads.thread_pool`),
+    which the model's local step and every row-wise array operation of the
+    update share.
     """
-
-    _online_parameter_constraints = {
-        "batch_size": [Interval(Integral, 1, None, closed="left")],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
-        "total_samples": [Interval(Real, 0, None, closed="neither")],
-        "evaluate_every": [Integral],
-        "n_jobs": [None, Integral],
-        "verbose": ["verbose"],
-        "random_state": ["random_state"],
-    }
 
     def _checked_mechanisms(self):
         """The mechanism settings, checked against the other parameters."""
@@ -304,7 +293,7 @@ class OnlineUpdateMixin(OnlineModel):
             The fitted estimator.
         """
         mechanisms = self._checked_mechanisms()
-        warm = getattr(self, "warm_start", False) and hasattr(self, "_natural")
+        warm = self.warm_start and hasattr(self, "_natural")
         data = training_rows(
             self, X, reset=not warm, dtype=self._natural.dtype if warm else None
         )

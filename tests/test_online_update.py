@@ -17,6 +17,7 @@ from sklearn_svi import (
 )
 from sklearn_svi._mechanisms import (
     ConstantStepSize,
+    FilteredStepSize,
     Mechanisms,
     RobbinsMonroStepSize,
 )
@@ -210,8 +211,30 @@ def test_each_estimator_states_its_mechanisms(estimator, expected):
     assert {name: getattr(settings, name) for name in expected} == expected
 
 
+@pytest.mark.parametrize("preset", [SmoothedLDA, AnnealedLDA, FilteredLDA])
+def test_the_lda_presets_combine_every_mechanism(preset):
+    """The LDA classes differ only in their defaults: each of them smooths,
+    anneals and filters when asked to, as the mixture does."""
+    estimator = preset(L=3, M=16, M_growth=0.0, learning_rate="student-t")
+    settings = estimator._mechanism_settings()
+    assert settings.window_length == 3
+    assert settings.effective_batch_size == 16
+    assert settings.learning_rate == "student-t"
+    X = make_lda_corpus(n_documents=120, n_features=40, random_state=0)[0]
+    params = dict(n_components=3, batch_size=32, random_state=0)
+    combined = preset(
+        L=3, M=16, M_growth=0.0, learning_rate="student-t", **params
+    ).partial_fit(X)
+    state = combined._update_state
+    assert state.window.length == 3
+    assert state.annealing.effective_size(combined.n_batch_iter_) == 16
+    assert isinstance(state.step_size, FilteredStepSize)
+    alone = preset(**params).partial_fit(X)
+    assert not np.allclose(combined.components_, alone.components_)
+
+
 def test_unknown_step_size_names_are_refused():
     with pytest.raises(ValueError, match="learning_rate"):
-        FilteredLDA(learning_rate="robbins-monro").fit(np.ones((4, 3)))
+        FilteredLDA(learning_rate="kalman").fit(np.ones((4, 3)))
     with pytest.raises(KeyError):
         Mechanisms(learning_rate="unknown").build_step_size((3, 2), np.float64)

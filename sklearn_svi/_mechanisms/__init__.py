@@ -10,14 +10,12 @@ row blocks of such an array.
 from ._annealing import AnnealingWeights
 from ._filters import AdaptiveGain, GaussianFilter, StudentTFilter
 from ._settings import (
-    FILTER_CONSTRAINTS,
     FILTERS,
+    MECHANISM_CONSTRAINTS,
     SCHEDULE_CONSTRAINTS,
     SCHEDULES,
     Mechanisms,
-    filter_settings,
     learning_rate_constraint,
-    learning_rate_settings,
     renamed_constraint,
 )
 from ._smoothing import SmoothingWindow, SparseStatistic
@@ -31,7 +29,7 @@ from ._step_sizes import (
 
 __all__ = [
     "FILTERS",
-    "FILTER_CONSTRAINTS",
+    "MECHANISM_CONSTRAINTS",
     "SCHEDULES",
     "SCHEDULE_CONSTRAINTS",
     "AdaptiveGain",
@@ -46,8 +44,6 @@ __all__ = [
     "SparseStatistic",
     "StepSize",
     "StudentTFilter",
-    "filter_settings",
     "learning_rate_constraint",
-    "learning_rate_settings",
     "renamed_constraint",
 ]

@@ -8,7 +8,7 @@ one registry, which also gives the estimators' parameter constraints.
 
 import warnings
 from dataclasses import dataclass
-from numbers import Real
+from numbers import Integral, Real
 
 from sklearn.utils._param_validation import Hidden, Interval, StrOptions
 
@@ -84,6 +84,18 @@ FILTER_CONSTRAINTS = {
 }
 
 
+# Constraints of the parameters of the mechanisms, which every estimator
+# takes.
+MECHANISM_CONSTRAINTS = {
+    "L": [Interval(Integral, 1, None, closed="left")],
+    "M": [None, Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+    "M_growth": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
+    "learning_rate": learning_rate_constraint(),
+    **SCHEDULE_CONSTRAINTS,
+    **FILTER_CONSTRAINTS,
+}
+
+
 def renamed_parameter(estimator, name, old_name):
     """The value of the parameter ``name`` of ``estimator``, or of its
     deprecated spelling ``old_name`` when the user set that one (with a
@@ -95,25 +107,9 @@ def renamed_parameter(estimator, name, old_name):
         f"The parameter '{old_name}' was renamed '{name}' in 0.1 and will be "
         f"removed in 0.3; use '{name}' instead.",
         FutureWarning,
-        stacklevel=3,
+        stacklevel=4,
     )
     return old_value
-
-
-def learning_rate_settings(estimator, old_name):
-    """The ``Mechanisms`` fields of an estimator's schedule: its
-    ``learning_rate`` (or the deprecated spelling ``old_name``),
-    ``learning_offset`` and ``learning_decay``."""
-    return dict(
-        learning_rate=renamed_parameter(estimator, "learning_rate", old_name),
-        learning_offset=estimator.learning_offset,
-        learning_decay=estimator.learning_decay,
-    )
-
-
-def filter_settings(estimator):
-    """The ``Mechanisms`` fields of an estimator's filter parameters."""
-    return {name: getattr(estimator, name) for name in FILTER_CONSTRAINTS}
 
 
 @dataclass(frozen=True)
@@ -155,6 +151,36 @@ class Mechanisms:
     prior_dof: float = 3.0
     bias_correction: bool = True
     min_step_size: str | float | None = None
+
+    @classmethod
+    def of_estimator(cls, estimator, renamed_learning_rate=None):
+        """The settings of an estimator's parameters (``MECHANISM_CONSTRAINTS``).
+
+        ``M="auto"`` is ``batch_size // 4`` (at least 1) and
+        ``M_growth="auto"`` is M, so that M_t = M t; ``renamed_learning_rate``
+        names the deprecated spelling of ``learning_rate`` the estimator
+        still takes, if any.
+        """
+        M = estimator.M
+        if M == "auto":
+            M = max(1, estimator.batch_size // 4)
+        growth = estimator.M_growth
+        if growth == "auto":
+            growth = 0.0 if M is None else M
+        learning_rate = estimator.learning_rate
+        if renamed_learning_rate is not None:
+            learning_rate = renamed_parameter(
+                estimator, "learning_rate", renamed_learning_rate
+            )
+        return cls(
+            window_length=estimator.L,
+            effective_batch_size=M,
+            effective_batch_growth=growth,
+            learning_rate=learning_rate,
+            learning_offset=estimator.learning_offset,
+            learning_decay=estimator.learning_decay,
+            **{name: getattr(estimator, name) for name in FILTER_CONSTRAINTS},
+        )
 
     def check(self, batch_size):
         """Raise if the settings contradict each other or ``batch_size``."""

@@ -1,21 +1,13 @@
 """SVIMatrixFactorization: the public estimator of Bayesian matrix factorization."""
 
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils._param_validation import Interval
 
-from .._mechanisms import (
-    FILTER_CONSTRAINTS,
-    SCHEDULE_CONSTRAINTS,
-    Mechanisms,
-    filter_settings,
-    learning_rate_constraint,
-)
-from .._mechanisms._docstrings import STEP_SIZE_PARAMETERS
-from .._online import OnlineUpdateMixin
+from .._mechanisms._docstrings import mechanism_parameters
 from .._sources import features_in, features_out, rowwise, summed_over_rows
 from ._model import _OnlineMatrixFactorization
 
@@ -69,16 +61,7 @@ class SVIMatrixFactorization(
         Number of users per minibatch.
     total_samples : float, default=1e6
         Number of users N of the data set, used by ``partial_fit``.
-{STEP_SIZE_PARAMETERS}
-    min_step_size : "robbins-monro", float or None, default=None
-        A lower bound of the filters' step size, as in :class:`FilteredLDA`.
-    L : int, default=1
-        Length of the smoothing window; 1 is no smoothing.
-    M : int, default=None
-        Effective minibatch size of the annealing noise, at most
-        ``batch_size``; None is no annealing.
-    M_growth : float, default=0.0
-        Growth of ``M`` per update (Paisley et al. use M_t = 50 t).
+{mechanism_parameters()}
     evaluate_every : int, default=-1
         Record the users' terms of the bound per rating of ``X_val`` (or of
         the minibatch just used) in ``evaluation_history_`` every
@@ -158,19 +141,10 @@ n_components)
     """
 
     _parameter_constraints: dict = {
-        **OnlineUpdateMixin._online_parameter_constraints,
-        **SCHEDULE_CONSTRAINTS,
-        **FILTER_CONSTRAINTS,
-        "learning_rate": learning_rate_constraint(),
-        "n_components": [Interval(Integral, 1, None, closed="left")],
+        **_OnlineMatrixFactorization._shared_parameter_constraints,
         "prior_precision": [Interval(Real, 0, None, closed="neither")],
         "noise_variance": [Interval(Real, 0, None, closed="neither")],
         "rating_offset": [None, Real],
-        "tol": [Interval(Real, 0, None, closed="left")],
-        "L": [Interval(Integral, 1, None, closed="left")],
-        "M": [None, Interval(Integral, 1, None, closed="left")],
-        "M_growth": [Interval(Real, 0, None, closed="left")],
-        "warm_start": ["boolean"],
     }
 
     def __init__(
@@ -200,40 +174,31 @@ n_components)
         warm_start=False,
         verbose=0,
     ):
-        self.n_components = n_components
+        super().__init__(
+            n_components=n_components,
+            tol=tol,
+            max_iter=max_iter,
+            batch_size=batch_size,
+            total_samples=total_samples,
+            learning_rate=learning_rate,
+            learning_offset=learning_offset,
+            learning_decay=learning_decay,
+            prior_variance=prior_variance,
+            prior_dof=prior_dof,
+            bias_correction=bias_correction,
+            min_step_size=min_step_size,
+            L=L,
+            M=M,
+            M_growth=M_growth,
+            evaluate_every=evaluate_every,
+            n_jobs=n_jobs,
+            random_state=random_state,
+            warm_start=warm_start,
+            verbose=verbose,
+        )
         self.prior_precision = prior_precision
         self.noise_variance = noise_variance
         self.rating_offset = rating_offset
-        self.tol = tol
-        self.max_iter = max_iter
-        self.batch_size = batch_size
-        self.total_samples = total_samples
-        self.learning_rate = learning_rate
-        self.learning_offset = learning_offset
-        self.learning_decay = learning_decay
-        self.prior_variance = prior_variance
-        self.prior_dof = prior_dof
-        self.bias_correction = bias_correction
-        self.min_step_size = min_step_size
-        self.L = L
-        self.M = M
-        self.M_growth = M_growth
-        self.evaluate_every = evaluate_every
-        self.n_jobs = n_jobs
-        self.random_state = random_state
-        self.warm_start = warm_start
-        self.verbose = verbose
-
-    def _mechanism_settings(self):
-        return Mechanisms(
-            window_length=self.L,
-            effective_batch_size=self.M,
-            effective_batch_growth=self.M_growth,
-            learning_rate=self.learning_rate,
-            learning_offset=self.learning_offset,
-            learning_decay=self.learning_decay,
-            **filter_settings(self),
-        )
 
     # -- public API ----------------------------------------------------------------
 

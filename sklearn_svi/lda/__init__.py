@@ -1,6 +1,5 @@
 """Latent Dirichlet allocation by smoothed, annealed or filtered SVI."""
 
-from ._estimators import AnnealedLDA, FilteredLDA, SmoothedLDA
-from ._model import top_words
+from ._estimators import AnnealedLDA, FilteredLDA, SmoothedLDA, top_words
 
 __all__ = ["AnnealedLDA", "FilteredLDA", "SmoothedLDA", "top_words"]

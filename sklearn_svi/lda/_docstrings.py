@@ -62,6 +62,9 @@ _SHARED_PARAMETERS = """\
     perp_tol : float, default=0.1
         ``fit`` stops after a pass when the perplexities, exp(-score), of
         the last two evaluations differ by less than ``perp_tol``.
+    warm_start : bool, default=False
+        If True, ``fit`` continues from the fitted state instead of starting
+        again.
     n_jobs : int, default=None
         Number of threads of the local step and of the update; None means 1,
         -1 all cores (inside a joblib worker, such as a parallel
@@ -74,22 +77,20 @@ _SHARED_PARAMETERS = """\
         ``fit``.
 """
 
-_SCHEDULE_PARAMETERS = """\
-    learning_rate : "robbins-monro" or float, default="robbins-monro"
-        The schedule of the step sizes: ``"robbins-monro"`` is
-        ``(learning_offset + t) ** -learning_decay`` for the t-th update; a
-        float in (0, 1] is a constant step size (1 with a minibatch of the
-        whole corpus is batch variational Bayes).
-    learning_offset : float, default=10.0
-        tau_0 of the Robbins-Monro schedule.
-    learning_decay : float, default=0.6
-        kappa of the Robbins-Monro schedule. scikit-learn's 0.7 gave a lower
-        held-out fit at every CPU budget from 1 to 300 s on the three
-        corpora of the benchmarks (the step falls too fast over many
-        epochs); see the user guide. The mean-field step
-        (``local_step="vb"``) may prefer 0.7: one pass over short
-        documents drawn from LDA predicted held-out words 0.05 to 0.16
-        nats better with it."""
+# What the LDA estimators add to the description of the mechanisms'
+# parameters.
+MECHANISM_NOTES = {
+    "learning_decay": """\
+        scikit-learn's 0.7 gave a lower held-out fit at every CPU budget
+        from 1 to 300 s on the three corpora of the benchmarks (the step
+        falls too fast over many epochs); see the user guide. The
+        mean-field step (``local_step="vb"``) may prefer 0.7: one pass over
+        short documents drawn from LDA predicted held-out words 0.05 to 0.16
+        nats better with it.""",
+    "prior_variance": """\
+        The paper's value is ``1e3``; at the scale of lambda on large
+        corpora it makes the first step nearly one (see the user guide).""",
+}
 
 _RENAMED_STEP_SIZE = """\
     step_size : "robbins-monro" or float
@@ -137,21 +138,23 @@ _SHARED_ATTRIBUTES = """\
 
 def estimator_docstring(
     summary,
-    specific_parameters,
+    mechanisms,
     specific_attributes,
     see_also,
     references,
     example,
     renamed_parameters=_RENAMED_STEP_SIZE,
 ):
-    """Assemble an LDA estimator's docstring from its own parts and the shared ones."""
+    """Assemble an LDA estimator's docstring from its own parts and the
+    shared ones; ``mechanisms`` describes the mechanisms' parameters with
+    the preset's defaults (``mechanism_parameters``)."""
     return f"""{summary}
 
     Parameters
     ----------
     n_components : int, default=10
         Number of topics K.
-{specific_parameters}
+{mechanisms}
 {_SHARED_PARAMETERS}{renamed_parameters}
 
     Attributes

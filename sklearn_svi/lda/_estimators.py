@@ -1,20 +1,16 @@
-"""The public LDA estimators: one per mechanism of the online update."""
+"""The public LDA estimators: presets of one composable estimator.
 
-from numbers import Integral, Real
+Each class takes the parameters of every mechanism, so that smoothing,
+annealing and the filters combine; the three differ only in their defaults,
+which turn their own mechanism on.
+"""
 
-from sklearn.utils._param_validation import Interval, StrOptions
+import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from .._mechanisms import (
-    FILTER_CONSTRAINTS,
-    SCHEDULE_CONSTRAINTS,
-    Mechanisms,
-    filter_settings,
-    learning_rate_constraint,
-    learning_rate_settings,
-    renamed_constraint,
-)
-from ._docstrings import _SCHEDULE_PARAMETERS, estimator_docstring
+from .._mechanisms import learning_rate_constraint, renamed_constraint
+from .._mechanisms._docstrings import mechanism_parameters
+from ._docstrings import MECHANISM_NOTES, estimator_docstring
 from ._model import _OnlineLDA
 
 
@@ -29,17 +25,20 @@ class SmoothedLDA(_OnlineLDA):
     2013) and reproduces it exactly.
 
     Read more in the :ref:`User Guide <smoothed_lda>`.""",
-        specific_parameters=f"""\
-    L : int, default=1
-        Length of the smoothing window: the number of minibatch statistics
-        averaged. ``L=1``, the default, is plain SVI. The window pays with a
-        constant ``learning_rate`` and small minibatches (``L`` of 10 to 30,
-        see the user guide); under the Robbins-Monro schedule, whose
-        shrinking steps already average the statistics, a window only delays
-        them: in the same CPU time ``L=10`` trailed ``L=1`` by 0.07 to 0.12
-        nats per held-out word after 1 s and by up to 0.02 after 20 s or
-        more on three corpora.
-{_SCHEDULE_PARAMETERS}""",
+        mechanisms=mechanism_parameters(
+            learning_decay=0.6,
+            notes={
+                **MECHANISM_NOTES,
+                "L": """\
+        ``L=1``, the default, is plain SVI. The window pays with a constant
+        ``learning_rate`` and small minibatches (``L`` of 10 to 30, see the
+        user guide); under the Robbins-Monro schedule, whose shrinking steps
+        already average the statistics, a window only delays them: in the
+        same CPU time ``L=10`` trailed ``L=1`` by 0.07 to 0.12 nats per
+        held-out word after 1 s and by up to 0.02 after 20 s or more on
+        three corpora.""",
+            },
+        ),
         specific_attributes="",
         see_also="""\
     AnnealedLDA : LDA by SVI with tuneable stochastic annealing.
@@ -59,20 +58,24 @@ class SmoothedLDA(_OnlineLDA):
 
     _parameter_constraints: dict = {
         **_OnlineLDA._parameter_constraints,
-        **SCHEDULE_CONSTRAINTS,
-        "L": [Interval(Integral, 1, None, closed="left")],
-        "learning_rate": learning_rate_constraint(filters=False),
         "step_size": renamed_constraint(learning_rate_constraint(filters=False)),
     }
+    _renamed_learning_rate = "step_size"
 
     def __init__(
         self,
         n_components=10,
         *,
         L=1,
+        M=None,
+        M_growth=0.0,
         learning_rate="robbins-monro",
         learning_offset=10.0,
         learning_decay=0.6,
+        prior_variance=0.0,
+        prior_dof=3,
+        bias_correction=True,
+        min_step_size=None,
         doc_topic_prior=None,
         topic_word_prior=None,
         local_step="cvb0",
@@ -84,35 +87,40 @@ class SmoothedLDA(_OnlineLDA):
         evaluate_every=-1,
         scoring=None,
         perp_tol=1e-1,
+        warm_start=False,
         n_jobs=None,
         verbose=0,
         random_state=None,
         step_size="deprecated",
     ):
-        self.n_components = n_components
-        self.L = L
-        self.learning_rate = learning_rate
-        self.learning_offset = learning_offset
-        self.learning_decay = learning_decay
-        self.doc_topic_prior = doc_topic_prior
-        self.topic_word_prior = topic_word_prior
-        self.local_step = local_step
-        self.batch_size = batch_size
-        self.max_iter = max_iter
-        self.total_samples = total_samples
-        self.max_doc_update_iter = max_doc_update_iter
-        self.mean_change_tol = mean_change_tol
-        self.evaluate_every = evaluate_every
-        self.scoring = scoring
-        self.perp_tol = perp_tol
-        self.n_jobs = n_jobs
-        self.verbose = verbose
-        self.random_state = random_state
-        self.step_size = step_size
-
-    def _mechanism_settings(self):
-        return Mechanisms(
-            window_length=self.L, **learning_rate_settings(self, "step_size")
+        super().__init__(
+            n_components,
+            L=L,
+            M=M,
+            M_growth=M_growth,
+            learning_rate=learning_rate,
+            learning_offset=learning_offset,
+            learning_decay=learning_decay,
+            prior_variance=prior_variance,
+            prior_dof=prior_dof,
+            bias_correction=bias_correction,
+            min_step_size=min_step_size,
+            doc_topic_prior=doc_topic_prior,
+            topic_word_prior=topic_word_prior,
+            local_step=local_step,
+            batch_size=batch_size,
+            max_iter=max_iter,
+            total_samples=total_samples,
+            max_doc_update_iter=max_doc_update_iter,
+            mean_change_tol=mean_change_tol,
+            evaluate_every=evaluate_every,
+            scoring=scoring,
+            perp_tol=perp_tol,
+            warm_start=warm_start,
+            n_jobs=n_jobs,
+            verbose=verbose,
+            random_state=random_state,
+            step_size=step_size,
         )
 
 
@@ -138,22 +146,22 @@ class AnnealedLDA(_OnlineLDA):
     ``n_projected_`` counts the coordinates raised.
 
     Read more in the :ref:`User Guide <annealed_lda>`.""",
-        specific_parameters=f"""\
-    M : int or "auto", default="auto"
-        The effective minibatch size of the first update, at most
-        ``batch_size``. ``"auto"`` is ``batch_size // 4``.
-    M_growth : float or "auto", default="auto"
-        Increase of the effective minibatch size per update: update t uses
-        ``M + M_growth * (t - 1)``, and plain SVI once that reaches
-        ``batch_size``. ``"auto"`` is ``M``, so that M_t = M t, the form of
-        the paper's schedule (M_t = 50 t). The defaults together anneal the
-        first three updates whatever the minibatch size, which was level
-        with plain SVI or above it on three real corpora, where a fixed
-        number of 64 documents annealed 15 updates of minibatches of 1,024
-        and cost 0.02 nats per held-out word (see the user guide). A fixed
-        ``M`` below ``batch_size`` (``M_growth=0``) keeps the noise of M
-        documents to the end, which costs held-out fit on large corpora.
-{_SCHEDULE_PARAMETERS}""",
+        mechanisms=mechanism_parameters(
+            M="auto",
+            M_growth="auto",
+            learning_decay=0.6,
+            notes={
+                **MECHANISM_NOTES,
+                "M_growth": """\
+        The defaults together anneal the first three updates whatever the
+        minibatch size, which was level with plain SVI or above it on three
+        real corpora, where a fixed number of 64 documents annealed 15
+        updates of minibatches of 1,024 and cost 0.02 nats per held-out word
+        (see the user guide). A fixed ``M`` below ``batch_size``
+        (``M_growth=0``) keeps the noise of M documents to the end, which
+        costs held-out fit on large corpora.""",
+            },
+        ),
         specific_attributes="""\
     n_projected_ : int
         Number of coordinates of lambda raised to eta by the projection,
@@ -178,22 +186,24 @@ class AnnealedLDA(_OnlineLDA):
 
     _parameter_constraints: dict = {
         **_OnlineLDA._parameter_constraints,
-        **SCHEDULE_CONSTRAINTS,
-        "M": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
-        "M_growth": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
-        "learning_rate": learning_rate_constraint(filters=False),
         "step_size": renamed_constraint(learning_rate_constraint(filters=False)),
     }
+    _renamed_learning_rate = "step_size"
 
     def __init__(
         self,
         n_components=10,
         *,
+        L=1,
         M="auto",
         M_growth="auto",
         learning_rate="robbins-monro",
         learning_offset=10.0,
         learning_decay=0.6,
+        prior_variance=0.0,
+        prior_dof=3,
+        bias_correction=True,
+        min_step_size=None,
         doc_topic_prior=None,
         topic_word_prior=None,
         local_step="cvb0",
@@ -205,39 +215,40 @@ class AnnealedLDA(_OnlineLDA):
         evaluate_every=-1,
         scoring=None,
         perp_tol=1e-1,
+        warm_start=False,
         n_jobs=None,
         verbose=0,
         random_state=None,
         step_size="deprecated",
     ):
-        self.n_components = n_components
-        self.M = M
-        self.M_growth = M_growth
-        self.learning_rate = learning_rate
-        self.learning_offset = learning_offset
-        self.learning_decay = learning_decay
-        self.doc_topic_prior = doc_topic_prior
-        self.topic_word_prior = topic_word_prior
-        self.local_step = local_step
-        self.batch_size = batch_size
-        self.max_iter = max_iter
-        self.total_samples = total_samples
-        self.max_doc_update_iter = max_doc_update_iter
-        self.mean_change_tol = mean_change_tol
-        self.evaluate_every = evaluate_every
-        self.scoring = scoring
-        self.perp_tol = perp_tol
-        self.n_jobs = n_jobs
-        self.verbose = verbose
-        self.random_state = random_state
-        self.step_size = step_size
-
-    def _mechanism_settings(self):
-        M = max(1, self.batch_size // 4) if self.M == "auto" else self.M
-        return Mechanisms(
-            effective_batch_size=M,
-            effective_batch_growth=M if self.M_growth == "auto" else self.M_growth,
-            **learning_rate_settings(self, "step_size"),
+        super().__init__(
+            n_components,
+            L=L,
+            M=M,
+            M_growth=M_growth,
+            learning_rate=learning_rate,
+            learning_offset=learning_offset,
+            learning_decay=learning_decay,
+            prior_variance=prior_variance,
+            prior_dof=prior_dof,
+            bias_correction=bias_correction,
+            min_step_size=min_step_size,
+            doc_topic_prior=doc_topic_prior,
+            topic_word_prior=topic_word_prior,
+            local_step=local_step,
+            batch_size=batch_size,
+            max_iter=max_iter,
+            total_samples=total_samples,
+            max_doc_update_iter=max_doc_update_iter,
+            mean_change_tol=mean_change_tol,
+            evaluate_every=evaluate_every,
+            scoring=scoring,
+            perp_tol=perp_tol,
+            warm_start=warm_start,
+            n_jobs=n_jobs,
+            verbose=verbose,
+            random_state=random_state,
+            step_size=step_size,
         )
 
 
@@ -270,36 +281,12 @@ class FilteredLDA(_OnlineLDA):
     user guide).
 
     Read more in the :ref:`User Guide <filtered_lda>`.""",
-        specific_parameters="""\
-    learning_rate : {"gaussian", "student-t", "adaptive"}, default="gaussian"
-        The filter that sets the step size.
-    prior_variance : float, default=0.0
-        Sigma_0, the prior variance (the scale for the Student's t filter)
-        of each coordinate of the optimum, beyond the drift Q that the
-        minibatches of the start measure. Unused by ``"adaptive"``. The
-        paper's value is ``1e3``; at the scale of lambda on large corpora it
-        makes the first step nearly one (see the user guide).
-    prior_dof : float, default=3
-        Degrees of freedom, above 2, of the Student's t prior of the optimum
-        and of its drift and noise; the filter tends to the Gaussian one as
-        they grow. Used by ``"student-t"`` only.
-    bias_correction : bool, default=True
-        Correct the moving averages' estimates of the drift Q and the noise
-        R for the noise of the averages themselves, which uncorrected is
-        taken for drift (the package's variant). False gives Ranganath et
-        al.'s estimates, as the papers use them.
-    min_step_size : "robbins-monro", float or None, default="robbins-monro"
-        A lower bound of the step size (the package's variant): the filter
-        may raise the step above it, when the minibatches disagree with the
-        topics more than their noise explains, but not lower it.
-        ``"robbins-monro"`` is the schedule ``(learning_offset + t) **
-        -learning_decay`` of plain SVI, a float in (0, 1] a constant bound,
-        None no bound (the published filters).
-    learning_offset : float, default=10.0
-        tau_0 of the Robbins-Monro bound.
-    learning_decay : float, default=0.6
-        kappa of the Robbins-Monro bound (scikit-learn's is 0.7; see
-        ``SmoothedLDA``).""",
+        mechanisms=mechanism_parameters(
+            learning_rate="gaussian",
+            learning_decay=0.6,
+            min_step_size="robbins-monro",
+            notes=MECHANISM_NOTES,
+        ),
         specific_attributes="""\
     filter_state_ : dict
         The state after the last update: ``"drift"`` Q and ``"noise"`` R
@@ -332,23 +319,24 @@ class FilteredLDA(_OnlineLDA):
 
     _parameter_constraints: dict = {
         **_OnlineLDA._parameter_constraints,
-        **SCHEDULE_CONSTRAINTS,
-        **FILTER_CONSTRAINTS,
-        "learning_rate": learning_rate_constraint(schedules=False),
         "filter": renamed_constraint(learning_rate_constraint(schedules=False)),
     }
+    _renamed_learning_rate = "filter"
 
     def __init__(
         self,
         n_components=10,
         *,
+        L=1,
+        M=None,
+        M_growth=0.0,
         learning_rate="gaussian",
+        learning_offset=10.0,
+        learning_decay=0.6,
         prior_variance=0.0,
         prior_dof=3,
         bias_correction=True,
         min_step_size="robbins-monro",
-        learning_offset=10.0,
-        learning_decay=0.6,
         doc_topic_prior=None,
         topic_word_prior=None,
         local_step="cvb0",
@@ -360,41 +348,74 @@ class FilteredLDA(_OnlineLDA):
         evaluate_every=-1,
         scoring=None,
         perp_tol=1e-1,
+        warm_start=False,
         n_jobs=None,
         verbose=0,
         random_state=None,
         filter="deprecated",
     ):
-        self.n_components = n_components
-        self.learning_rate = learning_rate
-        self.prior_variance = prior_variance
-        self.prior_dof = prior_dof
-        self.bias_correction = bias_correction
-        self.min_step_size = min_step_size
-        self.learning_offset = learning_offset
-        self.learning_decay = learning_decay
-        self.doc_topic_prior = doc_topic_prior
-        self.topic_word_prior = topic_word_prior
-        self.local_step = local_step
-        self.batch_size = batch_size
-        self.max_iter = max_iter
-        self.total_samples = total_samples
-        self.max_doc_update_iter = max_doc_update_iter
-        self.mean_change_tol = mean_change_tol
-        self.evaluate_every = evaluate_every
-        self.scoring = scoring
-        self.perp_tol = perp_tol
-        self.n_jobs = n_jobs
-        self.verbose = verbose
-        self.random_state = random_state
-        self.filter = filter
-
-    def _mechanism_settings(self):
-        return Mechanisms(
-            **learning_rate_settings(self, "filter"), **filter_settings(self)
+        super().__init__(
+            n_components,
+            L=L,
+            M=M,
+            M_growth=M_growth,
+            learning_rate=learning_rate,
+            learning_offset=learning_offset,
+            learning_decay=learning_decay,
+            prior_variance=prior_variance,
+            prior_dof=prior_dof,
+            bias_correction=bias_correction,
+            min_step_size=min_step_size,
+            doc_topic_prior=doc_topic_prior,
+            topic_word_prior=topic_word_prior,
+            local_step=local_step,
+            batch_size=batch_size,
+            max_iter=max_iter,
+            total_samples=total_samples,
+            max_doc_update_iter=max_doc_update_iter,
+            mean_change_tol=mean_change_tol,
+            evaluate_every=evaluate_every,
+            scoring=scoring,
+            perp_tol=perp_tol,
+            warm_start=warm_start,
+            n_jobs=n_jobs,
+            verbose=verbose,
+            random_state=random_state,
+            filter=filter,
         )
 
     @property
     def filter_state_(self):
         check_is_fitted(self)
         return self._update_state.step_size.state()
+
+
+def top_words(estimator, feature_names, n_words=10):
+    """The most probable words of each topic.
+
+    Parameters
+    ----------
+    estimator : fitted LDA estimator
+        An estimator with ``components_`` of shape (n_topics, n_features).
+    feature_names : array-like of str of shape (n_features,)
+        The vocabulary, e.g. ``vectorizer.get_feature_names_out()``.
+    n_words : int, default=10
+        Number of words per topic.
+
+    Returns
+    -------
+    words : list of ndarray
+        For each topic, its ``n_words`` most probable words, most probable
+        first.
+    """
+    check_is_fitted(estimator)
+    feature_names = np.asarray(feature_names)
+    components = estimator.components_
+    if feature_names.shape != (components.shape[1],):
+        raise ValueError(
+            f"feature_names has shape {feature_names.shape}, expected "
+            f"({components.shape[1]},) to match the estimator's features."
+        )
+    n_words = min(n_words, components.shape[1])
+    order = np.argsort(-components, axis=1, kind="stable")[:, :n_words]
+    return [feature_names[row] for row in order]

@@ -81,16 +81,16 @@ class _OnlineLDA(
 ):
     """Latent Dirichlet allocation fitted by the shared online update.
 
-    Subclasses set the mechanisms; this class is the model: its local step,
-    prior, bound and transform.
+    One composable estimator: it takes the parameters of every mechanism,
+    and the public classes are presets that differ only in their defaults.
+    This class is the model: its local step, prior, bound and transform.
     """
 
     # lambda starts from draws that read only the number of words.
     _initial_sample_batches = 0
 
     _parameter_constraints: dict = {
-        **OnlineUpdateMixin._online_parameter_constraints,
-        "n_components": [Interval(Integral, 1, None, closed="left")],
+        **OnlineUpdateMixin._shared_parameter_constraints,
         "doc_topic_prior": [
             None,
             Interval(Real, 0, None, closed="neither"),
@@ -109,8 +109,68 @@ class _OnlineLDA(
         "mean_change_tol": [Interval(Real, 0, None, closed="left")],
         "scoring": [None, callable],
         "perp_tol": [Interval(Real, 0, None, closed="left")],
-        "n_jobs": [None, Integral],
     }
+
+    def __init__(
+        self,
+        n_components,
+        *,
+        L,
+        M,
+        M_growth,
+        learning_rate,
+        learning_offset,
+        learning_decay,
+        prior_variance,
+        prior_dof,
+        bias_correction,
+        min_step_size,
+        doc_topic_prior,
+        topic_word_prior,
+        local_step,
+        batch_size,
+        max_iter,
+        total_samples,
+        max_doc_update_iter,
+        mean_change_tol,
+        evaluate_every,
+        scoring,
+        perp_tol,
+        warm_start,
+        n_jobs,
+        verbose,
+        random_state,
+        **deprecated,
+    ):
+        super().__init__(
+            n_components=n_components,
+            L=L,
+            M=M,
+            M_growth=M_growth,
+            learning_rate=learning_rate,
+            learning_offset=learning_offset,
+            learning_decay=learning_decay,
+            prior_variance=prior_variance,
+            prior_dof=prior_dof,
+            bias_correction=bias_correction,
+            min_step_size=min_step_size,
+            batch_size=batch_size,
+            max_iter=max_iter,
+            total_samples=total_samples,
+            evaluate_every=evaluate_every,
+            warm_start=warm_start,
+            n_jobs=n_jobs,
+            verbose=verbose,
+            random_state=random_state,
+            **deprecated,
+        )
+        self.doc_topic_prior = doc_topic_prior
+        self.topic_word_prior = topic_word_prior
+        self.local_step = local_step
+        self.max_doc_update_iter = max_doc_update_iter
+        self.mean_change_tol = mean_change_tol
+        self.scoring = scoring
+        self.perp_tol = perp_tol
 
     # -- the priors --------------------------------------------------------------
 
@@ -526,34 +586,3 @@ def _perplexity(bound, n_words):
             "every document is empty."
         )
     return float(np.exp(-bound / n_words))
-
-
-def top_words(estimator, feature_names, n_words=10):
-    """The most probable words of each topic.
-
-    Parameters
-    ----------
-    estimator : fitted LDA estimator
-        An estimator with ``components_`` of shape (n_topics, n_features).
-    feature_names : array-like of str of shape (n_features,)
-        The vocabulary, e.g. ``vectorizer.get_feature_names_out()``.
-    n_words : int, default=10
-        Number of words per topic.
-
-    Returns
-    -------
-    words : list of ndarray
-        For each topic, its ``n_words`` most probable words, most probable
-        first.
-    """
-    check_is_fitted(estimator)
-    feature_names = np.asarray(feature_names)
-    components = estimator.components_
-    if feature_names.shape != (components.shape[1],):
-        raise ValueError(
-            f"feature_names has shape {feature_names.shape}, expected "
-            f"({components.shape[1]},) to match the estimator's features."
-        )
-    n_words = min(n_words, components.shape[1])
-    order = np.argsort(-components, axis=1, kind="stable")[:, :n_words]
-    return [feature_names[row] for row in order]

@@ -8,19 +8,18 @@ from sklearn.utils import check_random_state, check_scalar
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._mechanisms import (
-    FILTER_CONSTRAINTS,
-    SCHEDULE_CONSTRAINTS,
-    Mechanisms,
-    filter_settings,
-    learning_rate_constraint,
-    learning_rate_settings,
-    renamed_constraint,
-)
-from .._mechanisms._docstrings import STEP_SIZE_PARAMETERS
-from .._online import OnlineUpdateMixin
+from .._mechanisms import learning_rate_constraint, renamed_constraint
+from .._mechanisms._docstrings import mechanism_parameters
 from .._sources import features_out, rowwise, summed_over_rows
 from ._model import _OnlineGaussianMixture
+
+_MECHANISM_PARAMETERS = mechanism_parameters(
+    notes={
+        "min_step_size": """\
+        None, the published filters, is the default here: the filters
+        matched the Robbins-Monro schedule on mixtures without it."""
+    }
+)
 
 
 class SVIGaussianMixture(
@@ -84,18 +83,7 @@ class SVIGaussianMixture(
         Number of samples per minibatch.
     total_samples : float, default=1e6
         Number of samples N of the data set, used by ``partial_fit``.
-{STEP_SIZE_PARAMETERS}
-    min_step_size : "robbins-monro", float or None, default=None
-        A lower bound of the filters' step size, as in :class:`FilteredLDA`.
-        None, the published filters, is the default here: the filters
-        matched the Robbins-Monro schedule on mixtures without it.
-    L : int, default=1
-        Length of the smoothing window; 1 is no smoothing.
-    M : int, default=None
-        Effective minibatch size of the annealing noise, at most
-        ``batch_size``; None is no annealing.
-    M_growth : float, default=0.0
-        Growth of ``M`` per update.
+{_MECHANISM_PARAMETERS}
     evaluate_every : int, default=-1
         Record the mean log-likelihood of ``X_val`` (or of the minibatch just
         used) in ``evaluation_history_`` every ``evaluate_every`` updates.
@@ -200,14 +188,9 @@ degrees_of_freedom_prior_, covariance_prior_
     """
 
     _parameter_constraints: dict = {
-        **OnlineUpdateMixin._online_parameter_constraints,
-        **SCHEDULE_CONSTRAINTS,
-        **FILTER_CONSTRAINTS,
-        "learning_rate": learning_rate_constraint(),
+        **_OnlineGaussianMixture._shared_parameter_constraints,
         "step_size": renamed_constraint(learning_rate_constraint()),
-        "n_components": [Interval(Integral, 1, None, closed="left")],
         "covariance_type": [StrOptions({"full", "tied", "diag", "spherical"})],
-        "tol": [Interval(Real, 0, None, closed="left")],
         "reg_covar": [Interval(Real, 0, None, closed="left")],
         "init_params": [
             StrOptions({"kmeans", "k-means++", "random", "random_from_data"})
@@ -224,11 +207,8 @@ degrees_of_freedom_prior_, covariance_prior_
             "array-like",
             Interval(Real, 0, None, closed="neither"),
         ],
-        "L": [Interval(Integral, 1, None, closed="left")],
-        "M": [None, Interval(Integral, 1, None, closed="left")],
-        "M_growth": [Interval(Real, 0, None, closed="left")],
-        "warm_start": ["boolean"],
     }
+    _renamed_learning_rate = "step_size"
 
     def __init__(
         self,
@@ -264,11 +244,31 @@ degrees_of_freedom_prior_, covariance_prior_
         verbose=0,
         step_size="deprecated",
     ):
-        self.n_components = n_components
+        super().__init__(
+            n_components=n_components,
+            tol=tol,
+            max_iter=max_iter,
+            batch_size=batch_size,
+            total_samples=total_samples,
+            learning_rate=learning_rate,
+            learning_offset=learning_offset,
+            learning_decay=learning_decay,
+            prior_variance=prior_variance,
+            prior_dof=prior_dof,
+            bias_correction=bias_correction,
+            min_step_size=min_step_size,
+            L=L,
+            M=M,
+            M_growth=M_growth,
+            evaluate_every=evaluate_every,
+            n_jobs=n_jobs,
+            random_state=random_state,
+            warm_start=warm_start,
+            verbose=verbose,
+            step_size=step_size,
+        )
         self.covariance_type = covariance_type
-        self.tol = tol
         self.reg_covar = reg_covar
-        self.max_iter = max_iter
         self.init_params = init_params
         self.weight_concentration_prior_type = weight_concentration_prior_type
         self.weight_concentration_prior = weight_concentration_prior
@@ -276,33 +276,6 @@ degrees_of_freedom_prior_, covariance_prior_
         self.mean_prior = mean_prior
         self.degrees_of_freedom_prior = degrees_of_freedom_prior
         self.covariance_prior = covariance_prior
-        self.batch_size = batch_size
-        self.total_samples = total_samples
-        self.learning_rate = learning_rate
-        self.learning_offset = learning_offset
-        self.learning_decay = learning_decay
-        self.prior_variance = prior_variance
-        self.prior_dof = prior_dof
-        self.bias_correction = bias_correction
-        self.min_step_size = min_step_size
-        self.L = L
-        self.M = M
-        self.M_growth = M_growth
-        self.evaluate_every = evaluate_every
-        self.n_jobs = n_jobs
-        self.random_state = random_state
-        self.warm_start = warm_start
-        self.verbose = verbose
-        self.step_size = step_size
-
-    def _mechanism_settings(self):
-        return Mechanisms(
-            window_length=self.L,
-            effective_batch_size=self.M,
-            effective_batch_growth=self.M_growth,
-            **learning_rate_settings(self, "step_size"),
-            **filter_settings(self),
-        )
 
     # -- public API ----------------------------------------------------------------
 
