@@ -238,3 +238,17 @@ def test_unknown_step_size_names_are_refused():
         FilteredLDA(learning_rate="kalman").fit(np.ones((4, 3)))
     with pytest.raises(KeyError):
         Mechanisms(learning_rate="unknown").build_step_size((3, 2), np.float64)
+
+
+def test_warm_start_continues_an_lda_fit():
+    """With ``warm_start``, a second ``fit`` continues from the fitted topics
+    (the parameter every estimator now shares), exactly like one longer fit
+    of the same passes."""
+    X = make_lda_corpus(n_documents=120, n_features=40, random_state=0)[0]
+    params = dict(n_components=3, batch_size=40, random_state=0)
+    warm = SmoothedLDA(warm_start=True, max_iter=1, **params).fit(X).fit(X)
+    assert warm.n_batch_iter_ == 6 and warm.n_iter_ == 2
+    longer = SmoothedLDA(max_iter=2, perp_tol=0.0, **params).fit(X)
+    np.testing.assert_array_equal(warm.components_, longer.components_)
+    cold = SmoothedLDA(max_iter=1, **params).fit(X).fit(X)
+    assert cold.n_batch_iter_ == 3
