@@ -1,105 +1,119 @@
-"""The parameters the estimators share: constrained and kept in one place.
+"""The parameters the estimators share: declared, constrained and kept once.
 
-Every estimator takes the parameters of the online update and of all its
-mechanisms (:class:`OnlineParameters`), so that smoothing, annealing and
-every step size combine in each of them; the mixture and the matrix
-factorization also stop on a tolerance (:class:`ToleranceParameter`). An
-estimator lists its parameters in its own ``__init__``, as scikit-learn
-requires, hands the shared ones to these classes, and keeps only its own.
-Their descriptions are written once too, in
-:mod:`sklearn_svi._mechanisms._docstrings`.
+Every estimator takes the parameters of the online update
+(``UPDATE_PARAMETERS``) and of all its mechanisms
+(:data:`~sklearn_svi._mechanisms.MECHANISM_PARAMETERS`), so that smoothing,
+annealing and every step size combine in each of them. An estimator states
+its own parameters and its defaults, and :func:`estimator_init` makes its
+``__init__``: one function that keeps every parameter as it is given, as
+scikit-learn requires, with the signature that ``get_params``, ``clone`` and
+the documentation read. A parameter added to a registry reaches every
+estimator from there.
 """
 
+import inspect
 from numbers import Integral, Real
 
 from sklearn.utils._param_validation import Interval
 
-from ._mechanisms import MECHANISM_CONSTRAINTS, Mechanisms
+from ._mechanisms import MECHANISM_PARAMETERS, Mechanisms
+
+# The parameters of the update loop, which every estimator takes, and their
+# constraints; the estimators' docstrings describe them for their data.
+UPDATE_PARAMETERS = {
+    "batch_size": [Interval(Integral, 1, None, closed="left")],
+    "max_iter": [Interval(Integral, 1, None, closed="left")],
+    "total_samples": [Interval(Real, 0, None, closed="neither")],
+    "evaluate_every": [Integral],
+    "warm_start": ["boolean"],
+    "n_jobs": [None, Integral],
+    "verbose": ["verbose"],
+    "random_state": ["random_state"],
+}
+
+# Their defaults, unless an estimator sets others.
+UPDATE_DEFAULTS = {
+    "batch_size": 128,
+    "max_iter": 10,
+    "total_samples": 1e6,
+    "evaluate_every": -1,
+    "warm_start": False,
+    "n_jobs": None,
+    "verbose": 0,
+    "random_state": None,
+}
+
+
+def estimator_init(own, defaults=None, deprecated=()):
+    """An estimator's ``__init__``.
+
+    Parameters
+    ----------
+    own : dict
+        The model's own parameters and their defaults, ``n_components``
+        first: it alone may also be passed by position.
+    defaults : dict, default=None
+        The estimator's defaults of shared parameters, where they differ.
+    deprecated : tuple of str, default=()
+        Deprecated spellings of parameters that the estimator still takes,
+        with the default "deprecated".
+
+    Returns
+    -------
+    __init__ : function
+        Keeps each parameter as an attribute of the same name.
+    """
+    values = {
+        **own,
+        **{name: parameter.default for name, parameter in MECHANISM_PARAMETERS.items()},
+        **UPDATE_DEFAULTS,
+        **(defaults or {}),
+        **dict.fromkeys(deprecated, "deprecated"),
+    }
+    first, *rest = values
+    signature = inspect.Signature(
+        [
+            inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+            inspect.Parameter(
+                first, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=values[first]
+            ),
+            *(
+                inspect.Parameter(
+                    name, inspect.Parameter.KEYWORD_ONLY, default=values[name]
+                )
+                for name in rest
+            ),
+        ]
+    )
+
+    def __init__(self, *args, **kwargs):
+        arguments = signature.bind(self, *args, **kwargs)
+        arguments.apply_defaults()
+        for name, value in list(arguments.arguments.items())[1:]:
+            setattr(self, name, value)
+
+    __init__.__signature__ = signature
+    return __init__
 
 
 class OnlineParameters:
-    """The parameters of the online update, which every estimator takes.
+    """What every estimator's parameters give the online update.
 
-    Deprecated spellings of a parameter (``deprecated``) are kept as they
-    are given; ``_renamed_learning_rate`` names the one of ``learning_rate``
-    that an estimator still takes, if any.
+    ``_renamed_learning_rate`` names the deprecated spelling of
+    ``learning_rate`` that an estimator still takes, if any.
     """
 
     _shared_parameter_constraints: dict = {
         "n_components": [Interval(Integral, 1, None, closed="left")],
-        "batch_size": [Interval(Integral, 1, None, closed="left")],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
-        "total_samples": [Interval(Real, 0, None, closed="neither")],
-        "evaluate_every": [Integral],
-        "warm_start": ["boolean"],
-        "n_jobs": [None, Integral],
-        "verbose": ["verbose"],
-        "random_state": ["random_state"],
-        **MECHANISM_CONSTRAINTS,
+        **UPDATE_PARAMETERS,
+        **{
+            name: parameter.constraint
+            for name, parameter in MECHANISM_PARAMETERS.items()
+        },
     }
 
     _renamed_learning_rate = None
 
-    def __init__(
-        self,
-        *,
-        n_components,
-        L,
-        M,
-        M_growth,
-        learning_rate,
-        learning_offset,
-        learning_decay,
-        prior_variance,
-        prior_dof,
-        bias_correction,
-        min_step_size,
-        batch_size,
-        max_iter,
-        total_samples,
-        evaluate_every,
-        warm_start,
-        n_jobs,
-        verbose,
-        random_state,
-        **deprecated,
-    ):
-        self.n_components = n_components
-        self.L = L
-        self.M = M
-        self.M_growth = M_growth
-        self.learning_rate = learning_rate
-        self.learning_offset = learning_offset
-        self.learning_decay = learning_decay
-        self.prior_variance = prior_variance
-        self.prior_dof = prior_dof
-        self.bias_correction = bias_correction
-        self.min_step_size = min_step_size
-        self.batch_size = batch_size
-        self.max_iter = max_iter
-        self.total_samples = total_samples
-        self.evaluate_every = evaluate_every
-        self.warm_start = warm_start
-        self.n_jobs = n_jobs
-        self.verbose = verbose
-        self.random_state = random_state
-        for name, value in deprecated.items():
-            setattr(self, name, value)
-
     def _mechanism_settings(self):
         """The mechanisms the parameters set, a ``Mechanisms``."""
         return Mechanisms.of_estimator(self, self._renamed_learning_rate)
-
-
-class ToleranceParameter(OnlineParameters):
-    """:class:`OnlineParameters` and ``tol``, the tolerance on which
-    ``fit`` stops."""
-
-    _shared_parameter_constraints: dict = {
-        **OnlineParameters._shared_parameter_constraints,
-        "tol": [Interval(Real, 0, None, closed="left")],
-    }
-
-    def __init__(self, *, tol, **shared):
-        super().__init__(**shared)
-        self.tol = tol

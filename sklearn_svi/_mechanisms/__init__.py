@@ -11,8 +11,7 @@ from ._annealing import AnnealingWeights
 from ._filters import AdaptiveGain, GaussianFilter, StudentTFilter
 from ._settings import (
     FILTERS,
-    MECHANISM_CONSTRAINTS,
-    SCHEDULE_CONSTRAINTS,
+    MECHANISM_PARAMETERS,
     SCHEDULES,
     Mechanisms,
     learning_rate_constraint,
@@ -29,9 +28,8 @@ from ._step_sizes import (
 
 __all__ = [
     "FILTERS",
-    "MECHANISM_CONSTRAINTS",
+    "MECHANISM_PARAMETERS",
     "SCHEDULES",
-    "SCHEDULE_CONSTRAINTS",
     "AdaptiveGain",
     "AnnealingWeights",
     "ConstantStepSize",

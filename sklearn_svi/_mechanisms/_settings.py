@@ -66,33 +66,136 @@ def renamed_constraint(constraint):
     return [Hidden(StrOptions({"deprecated"})), *constraint]
 
 
-# Constraints of the settings' other parameters, for the estimators that
-# expose them.
-SCHEDULE_CONSTRAINTS = {
-    "learning_offset": [Interval(Real, 0, None, closed="left")],
-    "learning_decay": [Interval(Real, 0, 1, closed="both")],
-}
-FILTER_CONSTRAINTS = {
-    "prior_variance": [Interval(Real, 0, None, closed="left")],
-    "prior_dof": [Interval(Real, 2, None, closed="neither")],
-    "bias_correction": ["boolean"],
-    "min_step_size": [
+@dataclass(frozen=True)
+class Parameter:
+    """A parameter that estimators take, declared once.
+
+    Parameters
+    ----------
+    default : object
+        Its default, unless an estimator sets another.
+    constraint : list
+        Its constraint, for ``_parameter_constraints``.
+    kind : str
+        Its type, as the docstrings' entry names it.
+    description : str
+        The entry's text, each line indented by eight spaces.
+    """
+
+    default: object
+    constraint: list
+    kind: str
+    description: str
+
+
+# The parameters of the mechanisms, which every estimator takes, in the
+# order of the estimators' signatures; ``Mechanisms.of_estimator`` reads
+# them into the fields of the same names (``MECHANISM_FIELDS`` renames).
+MECHANISM_PARAMETERS = {
+    "L": Parameter(
+        1,
+        [Interval(Integral, 1, None, closed="left")],
+        "int",
+        """\
+        Length of the smoothing window (Mandt & Blei 2014): each update
+        uses the mean of the last ``L`` minibatch statistics; 1 is no
+        smoothing.""",
+    ),
+    "M": Parameter(
         None,
-        StrOptions(set(SCHEDULES)),
-        Interval(Real, 0, 1, closed="right"),
-    ],
+        [None, Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+        'int, "auto" or None',
+        """\
+        The effective minibatch size of the first update (SVI+, Paisley,
+        Fazelnia & Barr), at most ``batch_size``: each sample's statistic is
+        weighted by 1 + eps - mean(eps) with eps ~ N(0, batch_size / M - 1),
+        which keeps the statistic unbiased with about the noise of M
+        samples. ``"auto"`` is ``batch_size // 4``; None is no annealing.""",
+    ),
+    "M_growth": Parameter(
+        0.0,
+        [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
+        'float or "auto"',
+        """\
+        Increase of the effective minibatch size per update: update t uses
+        ``M + M_growth * (t - 1)``, and plain SVI once that reaches
+        ``batch_size``. ``"auto"`` is ``M``, so that M_t = M t, the form of
+        the paper's schedule.""",
+    ),
+    "learning_rate": Parameter(
+        "robbins-monro",
+        learning_rate_constraint(),
+        "{" + ", ".join(f'"{name}"' for name in [*SCHEDULES, *FILTERS]) + "} or float",
+        """\
+        The step size. ``"robbins-monro"`` is ``(learning_offset + t) **
+        -learning_decay`` for the t-th update; ``"gaussian"`` and
+        ``"student-t"`` are the gains of a Gaussian and a Student's t
+        variational filter (Houlsby & Blei 2014), and ``"adaptive"``
+        Ranganath et al.'s adaptive rate Q / (Q + R); a float in (0, 1] is a
+        constant step size.""",
+    ),
+    "learning_offset": Parameter(
+        10.0,
+        [Interval(Real, 0, None, closed="left")],
+        "float",
+        """\
+        tau_0 of the Robbins-Monro schedule.""",
+    ),
+    "learning_decay": Parameter(
+        0.7,
+        [Interval(Real, 0, 1, closed="both")],
+        "float",
+        """\
+        kappa of the Robbins-Monro schedule.""",
+    ),
+    "prior_variance": Parameter(
+        0.0,
+        [Interval(Real, 0, None, closed="left")],
+        "float",
+        """\
+        Sigma_0 of the filters: the prior variance (the scale for the
+        Student's t filter) of each coordinate of the optimum, beyond the
+        drift that the minibatches of the filter's start measure. Unused by
+        ``"adaptive"``.""",
+    ),
+    "prior_dof": Parameter(
+        3,
+        [Interval(Real, 2, None, closed="neither")],
+        "float",
+        """\
+        Degrees of freedom, above 2, of the Student's t filter's prior of
+        the optimum and of its drift and noise; the filter tends to the
+        Gaussian one as they grow.""",
+    ),
+    "bias_correction": Parameter(
+        True,
+        ["boolean"],
+        "bool",
+        """\
+        Correct the filters' moving-average estimates of the drift Q and the
+        noise R for the noise of the averages themselves, which uncorrected
+        is taken for drift (the package's variant). False gives Ranganath et
+        al.'s estimates, as the papers use them.""",
+    ),
+    "min_step_size": Parameter(
+        None,
+        [None, StrOptions(set(SCHEDULES)), Interval(Real, 0, 1, closed="right")],
+        '"robbins-monro", float or None',
+        """\
+        A lower bound of a filter's step size (the package's variant): the
+        filter may raise the step above it, when the minibatches disagree
+        with the model more than their noise explains, but not lower it.
+        ``"robbins-monro"`` is the schedule ``(learning_offset + t) **
+        -learning_decay``, a float in (0, 1] a constant bound, None no bound
+        (the published filters).""",
+    ),
 }
 
-
-# Constraints of the parameters of the mechanisms, which every estimator
-# takes.
-MECHANISM_CONSTRAINTS = {
-    "L": [Interval(Integral, 1, None, closed="left")],
-    "M": [None, Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
-    "M_growth": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
-    "learning_rate": learning_rate_constraint(),
-    **SCHEDULE_CONSTRAINTS,
-    **FILTER_CONSTRAINTS,
+# The fields of ``Mechanisms`` whose parameters have other names.
+MECHANISM_FIELDS = {
+    "L": "window_length",
+    "M": "effective_batch_size",
+    "M_growth": "effective_batch_growth",
 }
 
 
@@ -154,33 +257,26 @@ class Mechanisms:
 
     @classmethod
     def of_estimator(cls, estimator, renamed_learning_rate=None):
-        """The settings of an estimator's parameters (``MECHANISM_CONSTRAINTS``).
+        """The settings of an estimator's parameters (``MECHANISM_PARAMETERS``).
 
         ``M="auto"`` is ``batch_size // 4`` (at least 1) and
         ``M_growth="auto"`` is M, so that M_t = M t; ``renamed_learning_rate``
         names the deprecated spelling of ``learning_rate`` the estimator
         still takes, if any.
         """
-        M = estimator.M
-        if M == "auto":
-            M = max(1, estimator.batch_size // 4)
-        growth = estimator.M_growth
-        if growth == "auto":
-            growth = 0.0 if M is None else M
-        learning_rate = estimator.learning_rate
+        values = {name: getattr(estimator, name) for name in MECHANISM_PARAMETERS}
+        if values["M"] == "auto":
+            values["M"] = max(1, estimator.batch_size // 4)
+        if values["M_growth"] == "auto":
+            values["M_growth"] = 0.0 if values["M"] is None else values["M"]
         if renamed_learning_rate is not None:
-            learning_rate = renamed_parameter(
+            values["learning_rate"] = renamed_parameter(
                 estimator, "learning_rate", renamed_learning_rate
             )
-        return cls(
-            window_length=estimator.L,
-            effective_batch_size=M,
-            effective_batch_growth=growth,
-            learning_rate=learning_rate,
-            learning_offset=estimator.learning_offset,
-            learning_decay=estimator.learning_decay,
-            **{name: getattr(estimator, name) for name in FILTER_CONSTRAINTS},
-        )
+        fields = {
+            MECHANISM_FIELDS.get(name, name): value for name, value in values.items()
+        }
+        return cls(**fields)
 
     def check(self, batch_size):
         """Raise if the settings contradict each other or ``batch_size``."""

@@ -7,8 +7,8 @@ import numpy as np
 
 from .._threads import sum_rows
 from .._transaction import spare_like
-from ._smoothing import SparseStatistic
 from .._update_fast import observe_difference
+from ._smoothing import SparseStatistic
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils._param_validation import Interval
 
 from .._mechanisms._docstrings import mechanism_parameters
+from .._parameters import estimator_init
 from .._sources import features_in, features_out, rowwise, summed_over_rows
 from ._model import _OnlineMatrixFactorization
 
@@ -145,60 +146,19 @@ n_components)
         "prior_precision": [Interval(Real, 0, None, closed="neither")],
         "noise_variance": [Interval(Real, 0, None, closed="neither")],
         "rating_offset": [None, Real],
+        "tol": [Interval(Real, 0, None, closed="left")],
     }
 
-    def __init__(
-        self,
-        n_components=10,
-        *,
-        prior_precision=1.0,
-        noise_variance=0.5,
-        rating_offset=None,
-        tol=1e-3,
-        max_iter=10,
-        batch_size=256,
-        total_samples=1e6,
-        learning_rate="robbins-monro",
-        learning_offset=10.0,
-        learning_decay=0.7,
-        prior_variance=0.0,
-        prior_dof=3,
-        bias_correction=True,
-        min_step_size=None,
-        L=1,
-        M=None,
-        M_growth=0.0,
-        evaluate_every=-1,
-        n_jobs=None,
-        random_state=None,
-        warm_start=False,
-        verbose=0,
-    ):
-        super().__init__(
-            n_components=n_components,
-            tol=tol,
-            max_iter=max_iter,
-            batch_size=batch_size,
-            total_samples=total_samples,
-            learning_rate=learning_rate,
-            learning_offset=learning_offset,
-            learning_decay=learning_decay,
-            prior_variance=prior_variance,
-            prior_dof=prior_dof,
-            bias_correction=bias_correction,
-            min_step_size=min_step_size,
-            L=L,
-            M=M,
-            M_growth=M_growth,
-            evaluate_every=evaluate_every,
-            n_jobs=n_jobs,
-            random_state=random_state,
-            warm_start=warm_start,
-            verbose=verbose,
-        )
-        self.prior_precision = prior_precision
-        self.noise_variance = noise_variance
-        self.rating_offset = rating_offset
+    __init__ = estimator_init(
+        dict(
+            n_components=10,
+            prior_precision=1.0,
+            noise_variance=0.5,
+            rating_offset=None,
+            tol=1e-3,
+        ),
+        defaults=dict(batch_size=256),
+    )
 
     # -- public API ----------------------------------------------------------------
 

@@ -29,7 +29,6 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._mechanisms import SparseStatistic
 from .._online import OnlineUpdateMixin
-from .._parameters import ToleranceParameter
 from .._threads import sum_rows
 from .._validation import LISTED_ROWS, listed_rows, rows_of_entries
 
@@ -66,7 +65,7 @@ def _gaussian_divergence(means, covariances, precision):
     )
 
 
-class _OnlineMatrixFactorization(OnlineUpdateMixin, ToleranceParameter, BaseEstimator):
+class _OnlineMatrixFactorization(OnlineUpdateMixin, BaseEstimator):
     """Bayesian matrix factorization as a model of the shared online update.
 
     Its validation, natural parameters, local step, projection, bound and

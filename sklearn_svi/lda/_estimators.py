@@ -10,8 +10,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._mechanisms import learning_rate_constraint, renamed_constraint
 from .._mechanisms._docstrings import mechanism_parameters
+from .._parameters import estimator_init
 from ._docstrings import MECHANISM_NOTES, estimator_docstring
-from ._model import _OnlineLDA
+from ._model import LDA_PARAMETERS, _OnlineLDA
 
 
 class SmoothedLDA(_OnlineLDA):
@@ -62,66 +63,11 @@ class SmoothedLDA(_OnlineLDA):
     }
     _renamed_learning_rate = "step_size"
 
-    def __init__(
-        self,
-        n_components=10,
-        *,
-        L=1,
-        M=None,
-        M_growth=0.0,
-        learning_rate="robbins-monro",
-        learning_offset=10.0,
-        learning_decay=0.6,
-        prior_variance=0.0,
-        prior_dof=3,
-        bias_correction=True,
-        min_step_size=None,
-        doc_topic_prior=None,
-        topic_word_prior=None,
-        local_step="cvb0",
-        batch_size=128,
-        max_iter=10,
-        total_samples=1e6,
-        max_doc_update_iter="auto",
-        mean_change_tol=1e-3,
-        evaluate_every=-1,
-        scoring=None,
-        perp_tol=1e-1,
-        warm_start=False,
-        n_jobs=None,
-        verbose=0,
-        random_state=None,
-        step_size="deprecated",
-    ):
-        super().__init__(
-            n_components,
-            L=L,
-            M=M,
-            M_growth=M_growth,
-            learning_rate=learning_rate,
-            learning_offset=learning_offset,
-            learning_decay=learning_decay,
-            prior_variance=prior_variance,
-            prior_dof=prior_dof,
-            bias_correction=bias_correction,
-            min_step_size=min_step_size,
-            doc_topic_prior=doc_topic_prior,
-            topic_word_prior=topic_word_prior,
-            local_step=local_step,
-            batch_size=batch_size,
-            max_iter=max_iter,
-            total_samples=total_samples,
-            max_doc_update_iter=max_doc_update_iter,
-            mean_change_tol=mean_change_tol,
-            evaluate_every=evaluate_every,
-            scoring=scoring,
-            perp_tol=perp_tol,
-            warm_start=warm_start,
-            n_jobs=n_jobs,
-            verbose=verbose,
-            random_state=random_state,
-            step_size=step_size,
-        )
+    __init__ = estimator_init(
+        LDA_PARAMETERS,
+        defaults=dict(learning_decay=0.6),
+        deprecated=("step_size",),
+    )
 
 
 class AnnealedLDA(_OnlineLDA):
@@ -190,66 +136,11 @@ class AnnealedLDA(_OnlineLDA):
     }
     _renamed_learning_rate = "step_size"
 
-    def __init__(
-        self,
-        n_components=10,
-        *,
-        L=1,
-        M="auto",
-        M_growth="auto",
-        learning_rate="robbins-monro",
-        learning_offset=10.0,
-        learning_decay=0.6,
-        prior_variance=0.0,
-        prior_dof=3,
-        bias_correction=True,
-        min_step_size=None,
-        doc_topic_prior=None,
-        topic_word_prior=None,
-        local_step="cvb0",
-        batch_size=128,
-        max_iter=10,
-        total_samples=1e6,
-        max_doc_update_iter="auto",
-        mean_change_tol=1e-3,
-        evaluate_every=-1,
-        scoring=None,
-        perp_tol=1e-1,
-        warm_start=False,
-        n_jobs=None,
-        verbose=0,
-        random_state=None,
-        step_size="deprecated",
-    ):
-        super().__init__(
-            n_components,
-            L=L,
-            M=M,
-            M_growth=M_growth,
-            learning_rate=learning_rate,
-            learning_offset=learning_offset,
-            learning_decay=learning_decay,
-            prior_variance=prior_variance,
-            prior_dof=prior_dof,
-            bias_correction=bias_correction,
-            min_step_size=min_step_size,
-            doc_topic_prior=doc_topic_prior,
-            topic_word_prior=topic_word_prior,
-            local_step=local_step,
-            batch_size=batch_size,
-            max_iter=max_iter,
-            total_samples=total_samples,
-            max_doc_update_iter=max_doc_update_iter,
-            mean_change_tol=mean_change_tol,
-            evaluate_every=evaluate_every,
-            scoring=scoring,
-            perp_tol=perp_tol,
-            warm_start=warm_start,
-            n_jobs=n_jobs,
-            verbose=verbose,
-            random_state=random_state,
-            step_size=step_size,
-        )
+    __init__ = estimator_init(
+        LDA_PARAMETERS,
+        defaults=dict(M="auto", M_growth="auto", learning_decay=0.6),
+        deprecated=("step_size",),
+    )
 
 
 class FilteredLDA(_OnlineLDA):
@@ -323,66 +214,15 @@ class FilteredLDA(_OnlineLDA):
     }
     _renamed_learning_rate = "filter"
 
-    def __init__(
-        self,
-        n_components=10,
-        *,
-        L=1,
-        M=None,
-        M_growth=0.0,
-        learning_rate="gaussian",
-        learning_offset=10.0,
-        learning_decay=0.6,
-        prior_variance=0.0,
-        prior_dof=3,
-        bias_correction=True,
-        min_step_size="robbins-monro",
-        doc_topic_prior=None,
-        topic_word_prior=None,
-        local_step="cvb0",
-        batch_size=128,
-        max_iter=10,
-        total_samples=1e6,
-        max_doc_update_iter="auto",
-        mean_change_tol=1e-3,
-        evaluate_every=-1,
-        scoring=None,
-        perp_tol=1e-1,
-        warm_start=False,
-        n_jobs=None,
-        verbose=0,
-        random_state=None,
-        filter="deprecated",
-    ):
-        super().__init__(
-            n_components,
-            L=L,
-            M=M,
-            M_growth=M_growth,
-            learning_rate=learning_rate,
-            learning_offset=learning_offset,
-            learning_decay=learning_decay,
-            prior_variance=prior_variance,
-            prior_dof=prior_dof,
-            bias_correction=bias_correction,
-            min_step_size=min_step_size,
-            doc_topic_prior=doc_topic_prior,
-            topic_word_prior=topic_word_prior,
-            local_step=local_step,
-            batch_size=batch_size,
-            max_iter=max_iter,
-            total_samples=total_samples,
-            max_doc_update_iter=max_doc_update_iter,
-            mean_change_tol=mean_change_tol,
-            evaluate_every=evaluate_every,
-            scoring=scoring,
-            perp_tol=perp_tol,
-            warm_start=warm_start,
-            n_jobs=n_jobs,
-            verbose=verbose,
-            random_state=random_state,
-            filter=filter,
-        )
+    __init__ = estimator_init(
+        LDA_PARAMETERS,
+        defaults=dict(
+            learning_rate="gaussian",
+            learning_decay=0.6,
+            min_step_size="robbins-monro",
+        ),
+        deprecated=("filter",),
+    )
 
     @property
     def filter_state_(self):

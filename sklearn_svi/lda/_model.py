@@ -76,13 +76,27 @@ updates gets one sweep below twice this many tokens, and one more per
 doubling of its length."""
 
 
+# The LDA estimators' own parameters and their defaults.
+LDA_PARAMETERS = dict(
+    n_components=10,
+    doc_topic_prior=None,
+    topic_word_prior=None,
+    local_step="cvb0",
+    max_doc_update_iter="auto",
+    mean_change_tol=1e-3,
+    scoring=None,
+    perp_tol=1e-1,
+)
+
+
 class _OnlineLDA(
     ClassNamePrefixFeaturesOutMixin, TransformerMixin, OnlineUpdateMixin, BaseEstimator
 ):
     """Latent Dirichlet allocation fitted by the shared online update.
 
-    One composable estimator: it takes the parameters of every mechanism,
-    and the public classes are presets that differ only in their defaults.
+    One composable estimator: it takes the parameters of every mechanism
+    and its own (``LDA_PARAMETERS``), and the public classes are presets
+    that differ only in their defaults.
     This class is the model: its local step, prior, bound and transform.
     """
 
@@ -110,67 +124,6 @@ class _OnlineLDA(
         "scoring": [None, callable],
         "perp_tol": [Interval(Real, 0, None, closed="left")],
     }
-
-    def __init__(
-        self,
-        n_components,
-        *,
-        L,
-        M,
-        M_growth,
-        learning_rate,
-        learning_offset,
-        learning_decay,
-        prior_variance,
-        prior_dof,
-        bias_correction,
-        min_step_size,
-        doc_topic_prior,
-        topic_word_prior,
-        local_step,
-        batch_size,
-        max_iter,
-        total_samples,
-        max_doc_update_iter,
-        mean_change_tol,
-        evaluate_every,
-        scoring,
-        perp_tol,
-        warm_start,
-        n_jobs,
-        verbose,
-        random_state,
-        **deprecated,
-    ):
-        super().__init__(
-            n_components=n_components,
-            L=L,
-            M=M,
-            M_growth=M_growth,
-            learning_rate=learning_rate,
-            learning_offset=learning_offset,
-            learning_decay=learning_decay,
-            prior_variance=prior_variance,
-            prior_dof=prior_dof,
-            bias_correction=bias_correction,
-            min_step_size=min_step_size,
-            batch_size=batch_size,
-            max_iter=max_iter,
-            total_samples=total_samples,
-            evaluate_every=evaluate_every,
-            warm_start=warm_start,
-            n_jobs=n_jobs,
-            verbose=verbose,
-            random_state=random_state,
-            **deprecated,
-        )
-        self.doc_topic_prior = doc_topic_prior
-        self.topic_word_prior = topic_word_prior
-        self.local_step = local_step
-        self.max_doc_update_iter = max_doc_update_iter
-        self.mean_change_tol = mean_change_tol
-        self.scoring = scoring
-        self.perp_tol = perp_tol
 
     # -- the priors --------------------------------------------------------------
 

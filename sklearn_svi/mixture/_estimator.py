@@ -10,6 +10,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._mechanisms import learning_rate_constraint, renamed_constraint
 from .._mechanisms._docstrings import mechanism_parameters
+from .._parameters import estimator_init
 from .._sources import features_out, rowwise, summed_over_rows
 from ._model import _OnlineGaussianMixture
 
@@ -191,6 +192,7 @@ degrees_of_freedom_prior_, covariance_prior_
         **_OnlineGaussianMixture._shared_parameter_constraints,
         "step_size": renamed_constraint(learning_rate_constraint()),
         "covariance_type": [StrOptions({"full", "tied", "diag", "spherical"})],
+        "tol": [Interval(Real, 0, None, closed="left")],
         "reg_covar": [Interval(Real, 0, None, closed="left")],
         "init_params": [
             StrOptions({"kmeans", "k-means++", "random", "random_from_data"})
@@ -210,72 +212,23 @@ degrees_of_freedom_prior_, covariance_prior_
     }
     _renamed_learning_rate = "step_size"
 
-    def __init__(
-        self,
-        n_components=1,
-        *,
-        covariance_type="full",
-        tol=1e-3,
-        reg_covar=1e-6,
-        max_iter=20,
-        init_params="kmeans",
-        weight_concentration_prior_type="dirichlet_process",
-        weight_concentration_prior=None,
-        mean_precision_prior=None,
-        mean_prior=None,
-        degrees_of_freedom_prior=None,
-        covariance_prior=None,
-        batch_size=256,
-        total_samples=1e6,
-        learning_rate="robbins-monro",
-        learning_offset=10.0,
-        learning_decay=0.7,
-        prior_variance=0.0,
-        prior_dof=3,
-        bias_correction=True,
-        min_step_size=None,
-        L=1,
-        M=None,
-        M_growth=0.0,
-        evaluate_every=-1,
-        n_jobs=None,
-        random_state=None,
-        warm_start=False,
-        verbose=0,
-        step_size="deprecated",
-    ):
-        super().__init__(
-            n_components=n_components,
-            tol=tol,
-            max_iter=max_iter,
-            batch_size=batch_size,
-            total_samples=total_samples,
-            learning_rate=learning_rate,
-            learning_offset=learning_offset,
-            learning_decay=learning_decay,
-            prior_variance=prior_variance,
-            prior_dof=prior_dof,
-            bias_correction=bias_correction,
-            min_step_size=min_step_size,
-            L=L,
-            M=M,
-            M_growth=M_growth,
-            evaluate_every=evaluate_every,
-            n_jobs=n_jobs,
-            random_state=random_state,
-            warm_start=warm_start,
-            verbose=verbose,
-            step_size=step_size,
-        )
-        self.covariance_type = covariance_type
-        self.reg_covar = reg_covar
-        self.init_params = init_params
-        self.weight_concentration_prior_type = weight_concentration_prior_type
-        self.weight_concentration_prior = weight_concentration_prior
-        self.mean_precision_prior = mean_precision_prior
-        self.mean_prior = mean_prior
-        self.degrees_of_freedom_prior = degrees_of_freedom_prior
-        self.covariance_prior = covariance_prior
+    __init__ = estimator_init(
+        dict(
+            n_components=1,
+            covariance_type="full",
+            tol=1e-3,
+            reg_covar=1e-6,
+            init_params="kmeans",
+            weight_concentration_prior_type="dirichlet_process",
+            weight_concentration_prior=None,
+            mean_precision_prior=None,
+            mean_prior=None,
+            degrees_of_freedom_prior=None,
+            covariance_prior=None,
+        ),
+        defaults=dict(batch_size=256, max_iter=20),
+        deprecated=("step_size",),
+    )
 
     # -- public API ----------------------------------------------------------------
 

@@ -38,7 +38,6 @@ from .._mechanisms import (
     SparseStatistic,
 )
 from .._online import OnlineUpdateMixin
-from .._parameters import ToleranceParameter
 from .._threads import sum_rows
 from .._validation import listed_rows
 from ._normal_wishart import SCALES, _NaturalLayout
@@ -59,9 +58,7 @@ def _check_log_densities(weighted):
         )
 
 
-class _OnlineGaussianMixture(
-    DensityMixin, OnlineUpdateMixin, ToleranceParameter, BaseEstimator
-):
+class _OnlineGaussianMixture(DensityMixin, OnlineUpdateMixin, BaseEstimator):
     """The Bayesian Gaussian mixture as a model of the shared online update.
 
     Its priors, natural parameters, local step, projection, lower bound and
