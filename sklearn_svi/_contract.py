@@ -12,6 +12,7 @@ import copy
 from abc import ABCMeta, abstractmethod
 
 import numpy as np
+from sklearn.utils.validation import check_is_fitted
 
 
 class OnlineModel(metaclass=ABCMeta):
@@ -68,6 +69,11 @@ class OnlineModel(metaclass=ABCMeta):
     @abstractmethod
     def _fit_converged(self):
         """Whether ``fit`` can stop after the pass just made."""
+
+    def _check_fitted_data(self, X):
+        """``X`` validated for a fitted model, in the type of lambda."""
+        check_is_fitted(self)
+        return self._check_training_data(X, reset=False, dtype=self._natural.dtype)
 
     def _prepare_minibatch(self, X_batch):
         """The minibatch in the form ``_local_statistic`` takes: X_batch itself.

@@ -180,7 +180,7 @@ n_components)
             mu_i; a user without ratings gets the prior mean 0. A Dask array
             for a Dask array, and a bag of each partition's rows for a bag.
         """
-        X = self._check_fitted_ratings(X)
+        X = self._check_fitted_data(X)
         return self._user_posteriors(X)[0].astype(X.dtype, copy=False)
 
     @rowwise(n_columns=features_in, dtype=np.float64)
@@ -203,7 +203,7 @@ n_components)
             A Dask array for a Dask array, and a bag of each partition's
             rows for a bag.
         """
-        X = self._check_fitted_ratings(X)
+        X = self._check_fitted_data(X)
         means = self._user_posteriors(X)[0]
         return means @ self.components_.astype(np.float64) + self.rating_offset_
 
@@ -223,7 +223,7 @@ n_components)
         -------
         ratings : ndarray of shape (n_pairs,)
         """
-        X = self._check_fitted_ratings(X)
+        X = self._check_fitted_data(X)
         users = _check_indices(users, X.shape[0], "users")
         items = _check_indices(items, X.shape[1], "items")
         if users.shape != items.shape:
@@ -271,7 +271,7 @@ n_components)
     def _completion_errors(self, X):
         """The sum of the squared errors of rating completion on X, and the
         number of held-out ratings: what rows add to ``score``."""
-        X = self._check_fitted_ratings(X)
+        X = self._check_fitted_data(X)
         observed, users, items, ratings = _completion_split(X)
         predicted = self._predict_entries(observed, users, items)
         return np.array([np.sum((predicted - ratings) ** 2), len(ratings)])
@@ -313,7 +313,7 @@ n_components)
     def _checked_users_bound(self, X):
         """The users' terms of the ELBO of X validated: what rows add to
         ``lower_bound``."""
-        return self._users_bound(self._check_fitted_ratings(X))
+        return self._users_bound(self._check_fitted_data(X))
 
     @property
     def _n_features_out(self):

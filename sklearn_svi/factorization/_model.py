@@ -25,7 +25,7 @@ the prior alone.
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import validate_data
 
 from .._mechanisms import SparseStatistic
 from .._online import OnlineUpdateMixin
@@ -101,11 +101,6 @@ class _OnlineMatrixFactorization(OnlineUpdateMixin, BaseEstimator):
 
     def _check_training_data(self, X, reset, dtype=None):
         return self._check_ratings(X, reset, dtype)
-
-    def _check_fitted_ratings(self, X):
-        """Ratings for a fitted model, in the type of lambda."""
-        check_is_fitted(self)
-        return self._check_ratings(X, reset=False, dtype=self._natural.dtype)
 
     # -- natural parameters ---------------------------------------------------------
 

@@ -21,7 +21,7 @@ from sklearn.base import (
     TransformerMixin,
 )
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, check_non_negative, validate_data
+from sklearn.utils.validation import check_non_negative, validate_data
 
 from .._online import OnlineUpdateMixin
 from .._sources import features_out, rowwise, summed_over_rows
@@ -174,11 +174,6 @@ class _OnlineLDA(
 
     def _check_training_data(self, X, reset, dtype=None):
         return self._check_documents(X, reset, dtype)
-
-    def _check_fitted_documents(self, X):
-        """Validate documents for a fitted model, in the dtype of lambda."""
-        check_is_fitted(self)
-        return self._check_documents(X, reset=False, dtype=self._natural.dtype)
 
     def _least_likely_samples(self, X_batch):
         """The documents with the most words first: in a refused update
@@ -405,7 +400,7 @@ class _OnlineLDA(
     def _documents_totals(self, X):
         """The documents' terms of the ELBO of X validated, and its number
         of words: what rows add to ``score`` and ``perplexity``."""
-        X = self._check_fitted_documents(X)
+        X = self._check_fitted_data(X)
         return np.array([self._documents_bound(X), X.sum()], dtype=np.float64)
 
     def _score_of_totals(self, totals):
@@ -472,7 +467,7 @@ class _OnlineLDA(
             no words gets the prior's mean, 1 / n_components. A Dask array
             for a Dask array, and a bag of each partition's rows for a bag.
         """
-        X = self._check_fitted_documents(X)
+        X = self._check_fitted_data(X)
         doc_topic = self._infer(X).doc_topic
         return doc_topic / doc_topic.sum(axis=1, keepdims=True)
 

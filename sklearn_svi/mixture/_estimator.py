@@ -250,7 +250,7 @@ degrees_of_freedom_prior_, covariance_prior_
         log_prob : ndarray of shape (n_samples,)
             A Dask array for a Dask array.
         """
-        return self._log_responsibilities(self._check_data(X))[0]
+        return self._log_responsibilities(self._check_fitted_data(X))[0]
 
     def score(self, X, y=None):
         """Mean of ``score_samples`` over X; higher is better.
@@ -296,7 +296,7 @@ degrees_of_freedom_prior_, covariance_prior_
         resp : ndarray of shape (n_samples, n_components)
             A Dask array for a Dask array.
         """
-        return np.exp(self._log_responsibilities(self._check_data(X))[1])
+        return np.exp(self._log_responsibilities(self._check_fitted_data(X))[1])
 
     def transform(self, X):
         """The components' responsibilities for each sample, as features.

@@ -32,7 +32,7 @@ from sklearn.mixture._gaussian_mixture import (
     _estimate_log_gaussian_prob,
 )
 from sklearn.utils import check_array
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import validate_data
 
 from .._mechanisms import (
     SparseStatistic,
@@ -95,10 +95,6 @@ class _OnlineGaussianMixture(DensityMixin, OnlineUpdateMixin, BaseEstimator):
         weighted = self._weighted_log_densities(X_batch)
         best = np.max(np.where(np.isnan(weighted), -np.inf, weighted), axis=1)
         return np.argsort(best, kind="stable")
-
-    def _check_data(self, X):
-        check_is_fitted(self)
-        return validate_data(self, X, reset=False, dtype=self._natural.dtype)
 
     def _set_priors(self, X):
         """Resolve the priors from the parameters and the first data."""
