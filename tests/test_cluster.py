@@ -231,6 +231,13 @@ def test_matrix_factorization_on_a_dask_array_and_its_methods(client):
     assert_allclose(
         alone.lower_bound(blocks).compute(), alone.lower_bound(ratings), rtol=1e-12
     )
+    users, items = rng.randint(600, size=50), rng.randint(80, size=50)
+    pairs = alone.predict_pairs(blocks, users, items)
+    assert isinstance(pairs, da.Array)
+    assert_allclose(pairs.compute(), alone.predict_pairs(ratings, users, items))
+    bag = db.from_sequence([ratings[:300], ratings[300:]], npartitions=2)
+    with pytest.raises(TypeError, match="pass a Dask array"):
+        alone.predict_pairs(bag, users, items)
     # Each block's ratings are split where it is: the score is the RMSE
     # over the blocks' held-out ratings together.
     bounds = [(0, 250), (250, 500), (500, 600)]

@@ -212,8 +212,10 @@ n_components)
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Ratings of the users, to which their factors are fitted.
+        X : {array-like, sparse matrix, Dask array} of shape \
+                (n_samples, n_features)
+            Ratings of the users, to which their factors are fitted. The
+            row blocks of a Dask array are processed where they are.
         users : array-like of int of shape (n_pairs,)
             Rows of X.
         items : array-like of int of shape (n_pairs,)
@@ -222,16 +224,27 @@ n_components)
         Returns
         -------
         ratings : ndarray of shape (n_pairs,)
+            A Dask array for a Dask array.
         """
-        X = self._check_fitted_data(X)
-        users = _check_indices(users, X.shape[0], "users")
-        items = _check_indices(items, X.shape[1], "items")
+        means = self._user_means(X)
+        if not hasattr(means, "shape"):
+            raise TypeError(
+                "predict_pairs names users by their row in X, and the rows of "
+                "a Dask bag are not numbered; pass a Dask array."
+            )
+        users = _check_indices(users, means.shape[0], "users")
+        items = _check_indices(items, self.n_features_in_, "items")
         if users.shape != items.shape:
             raise ValueError(
                 f"users and items must have the same length, got {len(users)} "
                 f"and {len(items)}."
             )
-        return self._predict_entries(X, users, items)
+        return self._predict_entries(means, users, items)
+
+    @rowwise(n_columns=features_out, dtype=np.float64)
+    def _user_means(self, X):
+        """mu_i of each user of X validated, in float64."""
+        return self._user_posteriors(self._check_fitted_data(X))[0]
 
     def score(self, X, y=None):
         """Negative root mean squared error of rating completion.
@@ -273,7 +286,8 @@ n_components)
         number of held-out ratings: what rows add to ``score``."""
         X = self._check_fitted_data(X)
         observed, users, items, ratings = _completion_split(X)
-        predicted = self._predict_entries(observed, users, items)
+        means = self._user_posteriors(observed)[0]
+        predicted = self._predict_entries(means, users, items)
         return np.array([np.sum((predicted - ratings) ** 2), len(ratings)])
 
     def _score_of_errors(self, errors):

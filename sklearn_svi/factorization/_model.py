@@ -286,9 +286,8 @@ class _OnlineMatrixFactorization(OnlineUpdateMixin, BaseEstimator):
         )
         return float(users_bound - items)
 
-    def _predict_entries(self, X, rows, columns):
-        """E[y] at the (row, column) pairs, the users' factors fitted to X."""
-        means = self._user_posteriors(X)[0]
+    def _predict_entries(self, means, rows, columns):
+        """E[y] at the (row, column) pairs, from the users' means ``means``."""
         items = self.components_.T[columns].astype(np.float64)
         return np.sum(means[rows] * items, axis=1) + self.rating_offset_
 
