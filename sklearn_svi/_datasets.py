@@ -9,8 +9,9 @@ from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import linear_sum_assignment
 from sklearn.utils import check_random_state
+
+from .metrics._stability import topic_alignment
 
 
 def make_lda_corpus(
@@ -74,7 +75,9 @@ def match_topics(estimated, planted):
 
     The score of a pair is the probability mass the two word distributions
     share, sum_w min(p_w, q_w): 1 for identical topics, 0 for disjoint ones.
-    The pairing maximises the total score (Hungarian algorithm).
+    The pairing maximises the total score (Hungarian algorithm); it is
+    :func:`sklearn_svi.metrics.topic_alignment`, whose distance is one minus
+    the score.
 
     Parameters
     ----------
@@ -93,15 +96,13 @@ def match_topics(estimated, planted):
     overlap : ndarray of shape (n_pairs,)
         The shared probability mass of each pair.
     """
-    estimated = np.asarray(estimated, dtype=np.float64)
-    planted = np.asarray(planted, dtype=np.float64)
-    estimated = estimated / estimated.sum(axis=1, keepdims=True)
-    planted = planted / planted.sum(axis=1, keepdims=True)
-    overlap = np.minimum(planted[:, np.newaxis, :], estimated[np.newaxis, :, :]).sum(
-        axis=2
+    alignment = topic_alignment(planted, estimated)
+    order = np.argsort(alignment.index_a)
+    return (
+        alignment.index_a[order],
+        alignment.index_b[order],
+        1.0 - alignment.distance[order],
     )
-    planted_index, estimated_index = linear_sum_assignment(overlap, maximize=True)
-    return planted_index, estimated_index, overlap[planted_index, estimated_index]
 
 
 def load_ratings(path, member=None):

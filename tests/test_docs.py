@@ -12,6 +12,9 @@ from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_svi.factorization import _estimator as factorization_estimator
 from sklearn_svi.lda import _estimators as lda_estimators
+from sklearn_svi.metrics import _coherence as coherence_metrics
+from sklearn_svi.metrics import _completion as completion_metrics
+from sklearn_svi.metrics import _stability as stability_metrics
 from sklearn_svi.mixture import _estimator as mixture_estimator
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
@@ -60,7 +63,15 @@ def test_docs_build_without_warnings(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "module", [lda_estimators, mixture_estimator, factorization_estimator]
+    "module",
+    [
+        lda_estimators,
+        mixture_estimator,
+        factorization_estimator,
+        completion_metrics,
+        coherence_metrics,
+        stability_metrics,
+    ],
 )
 def test_docstring_examples(module):
     with warnings.catch_warnings():

@@ -1,0 +1,36 @@
+"""Metrics of topic models: held-out fit, coherence, diversity, stability.
+
+Document completion (:func:`completion_score`) is the measure of the papers
+the package implements; coherence and diversity judge the topics' top
+words; alignment and stability compare the topics of two fits. Each has a
+scorer form for ``GridSearchCV``.
+"""
+
+from ._coherence import coherence, coherence_scorer, diversity_scorer, topic_diversity
+from ._completion import (
+    TokenSplit,
+    completion_score,
+    log_predictive,
+    split_tokens,
+)
+from ._stability import (
+    TopicAlignment,
+    seed_stability,
+    stability_scorer,
+    topic_alignment,
+)
+
+__all__ = [
+    "TokenSplit",
+    "TopicAlignment",
+    "coherence",
+    "coherence_scorer",
+    "completion_score",
+    "diversity_scorer",
+    "log_predictive",
+    "seed_stability",
+    "split_tokens",
+    "stability_scorer",
+    "topic_alignment",
+    "topic_diversity",
+]
