@@ -20,7 +20,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from sklearn_svi import SmoothedLDA
-from sklearn_svi.metrics import coherence
+from sklearn_svi.metrics import coherence, top_word_indices
 
 from _common import corpus_parser
 from corpus import corpus_name, load_corpus
@@ -76,7 +76,7 @@ def main(argv=None):
             max_iter=1,
             random_state=0,
         ).fit(X)
-        top = np.argsort(-model.components_, axis=1, kind="stable")[:, : args.top_n]
+        top = top_word_indices(model, args.top_n)
         topics = [[str(word) for word in words] for words in top]
         for measure in GENSIM_MEASURES:
             started = time.process_time()

@@ -19,6 +19,7 @@ from sklearn_svi.metrics import (
     diversity_scorer,
     seed_stability,
     stability_scorer,
+    top_word_indices,
     topic_alignment,
     topic_diversity,
 )
@@ -195,4 +196,19 @@ def test_seed_stability_scores_how_alike_seeds_are():
     scorer = stability_scorer(seeds=(0, 1))
     assert scorer(SmoothedLDA(n_components=3, max_iter=5), X) == pytest.approx(
         stability
+    )
+
+
+def test_the_topic_word_distribution_is_the_normalised_topics():
+    X, _, _ = make_lda_corpus(n_documents=100, n_topics=3, random_state=0)
+    model = SmoothedLDA(n_components=3, random_state=0).fit(X)
+    distribution = model.topic_word_distribution_
+    assert_allclose(distribution.sum(axis=1), 1.0)
+    assert_allclose(
+        distribution * model.components_.sum(axis=1, keepdims=True),
+        model.components_,
+    )
+    assert_array_equal(
+        np.argsort(-distribution, axis=1, kind="stable")[:, :5],
+        top_word_indices(model, 5),
     )

@@ -104,6 +104,9 @@ _SHARED_ATTRIBUTES = """\
     components_ : ndarray of shape (n_components, n_features)
         lambda, the variational Dirichlet parameters of the topics;
         normalised rows are the topic-word distributions.
+    topic_word_distribution_ : ndarray of shape (n_components, n_features)
+        Each topic's word distribution, E[beta_k]: ``components_`` with
+        rows normalised to sum to one.
     exp_dirichlet_component_ : ndarray of shape (n_components, n_features)
         exp E[log beta].
     doc_topic_prior_ : ndarray of shape (n_components,)

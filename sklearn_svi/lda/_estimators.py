@@ -11,6 +11,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._mechanisms import learning_rate_constraint, renamed_constraint
 from .._mechanisms._docstrings import mechanism_parameters
 from .._parameters import estimator_init
+from ..metrics import top_word_indices
 from ._docstrings import MECHANISM_NOTES, estimator_docstring
 from ._model import LDA_PARAMETERS, _OnlineLDA
 
@@ -250,12 +251,10 @@ def top_words(estimator, feature_names, n_words=10):
     """
     check_is_fitted(estimator)
     feature_names = np.asarray(feature_names)
-    components = estimator.components_
-    if feature_names.shape != (components.shape[1],):
+    n_features = np.shape(estimator.components_)[1]
+    if feature_names.shape != (n_features,):
         raise ValueError(
             f"feature_names has shape {feature_names.shape}, expected "
-            f"({components.shape[1]},) to match the estimator's features."
+            f"({n_features},) to match the estimator's features."
         )
-    n_words = min(n_words, components.shape[1])
-    order = np.argsort(-components, axis=1, kind="stable")[:, :n_words]
-    return [feature_names[row] for row in order]
+    return [feature_names[row] for row in top_word_indices(estimator, n_words)]

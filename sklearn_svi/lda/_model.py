@@ -438,6 +438,16 @@ class _OnlineLDA(
         return self._natural.T
 
     @property
+    def topic_word_distribution_(self):
+        """Each topic's word distribution, E[beta_k] = lambda_k / sum_w
+        lambda_kw: rows that sum to one.
+
+        An ndarray of shape (n_components, n_features).
+        """
+        components = self.components_
+        return components / components.sum(axis=1, keepdims=True)
+
+    @property
     def exp_dirichlet_component_(self):
         """The exponential of E[log beta] under the fitted topics.
 

@@ -6,7 +6,13 @@ words; alignment and stability compare the topics of two fits. Each has a
 scorer form for ``GridSearchCV``.
 """
 
-from ._coherence import coherence, coherence_scorer, diversity_scorer, topic_diversity
+from ._coherence import (
+    coherence,
+    coherence_scorer,
+    diversity_scorer,
+    top_word_indices,
+    topic_diversity,
+)
 from ._completion import (
     TokenSplit,
     completion_score,
@@ -31,6 +37,7 @@ __all__ = [
     "seed_stability",
     "split_tokens",
     "stability_scorer",
+    "top_word_indices",
     "topic_alignment",
     "topic_diversity",
 ]

@@ -43,9 +43,22 @@ def _final_step(estimator, X):
     return estimator, X
 
 
-def _top_word_indices(estimator, top_n):
-    """The columns of each topic's ``top_n`` heaviest words, heaviest first
-    (all words when there are fewer)."""
+def top_word_indices(estimator, top_n):
+    """The columns of each topic's ``top_n`` most probable words, most
+    probable first (all words when there are fewer).
+
+    Parameters
+    ----------
+    estimator : fitted topic model
+        An estimator with ``components_`` of shape (n_topics, n_features);
+        the order is that of each topic's word distribution.
+    top_n : int
+        Number of words per topic.
+
+    Returns
+    -------
+    indices : ndarray of shape (n_topics, min(top_n, n_features))
+    """
     components = np.asarray(estimator.components_)
     return np.argsort(-components, axis=1, kind="stable")[:, :top_n]
 
@@ -127,7 +140,7 @@ def coherence(estimator, X, *, measure="npmi", top_n=10, average=True):
     """
     _check_measure(measure, top_n)
     estimator, X = _final_step(estimator, X)
-    top = _top_word_indices(estimator, top_n)
+    top = top_word_indices(estimator, top_n)
     words, position = np.unique(top, return_inverse=True)
     position = position.reshape(top.shape)
     n_documents, single, joint = _occurrences(
@@ -178,7 +191,7 @@ def topic_diversity(estimator, *, top_n=25):
         raise ValueError(f"top_n must be at least 1, got {top_n}.")
     if isinstance(estimator, Pipeline):
         estimator = estimator[-1]
-    top = _top_word_indices(estimator, top_n)
+    top = top_word_indices(estimator, top_n)
     return len(np.unique(top)) / top.size
 
 

@@ -3,9 +3,9 @@ over seeds.
 
 The distance between two topics is the total variation distance of their
 word distributions, sum_w |p_w - q_w| / 2 = 1 - sum_w min(p_w, q_w): 0 for
-identical topics, 1 for topics without a common word. Two fits' topics are paired so that the total
-distance is smallest (the Hungarian algorithm), since a topic model's topics
-come in no particular order.
+identical topics, 1 for topics without a common word. Two fits' topics are
+paired so that the total distance is smallest (the Hungarian algorithm),
+since a topic model's topics come in no particular order.
 """
 
 from typing import NamedTuple
