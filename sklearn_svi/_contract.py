@@ -120,5 +120,6 @@ class OnlineModel(metaclass=ABCMeta):
     def _after_pass(self):
         """Hook run after each pass of ``fit`` and each ``partial_fit``."""
 
-    def _after_fit(self, converged):
-        """Hook run at the end of ``fit``."""
+    def _after_fit(self, converged, stopped):
+        """Hook run at the end of ``fit``; ``stopped`` when the ``callback``
+        ended it."""

@@ -23,6 +23,7 @@ climbs no bound: the update is the same, what it converges to is not.
 import dataclasses
 import logging
 import time
+from typing import NamedTuple
 
 import numpy as np
 from sklearn.base import _fit_context
@@ -40,6 +41,34 @@ from ._validation import refused_update
 
 # Each update's local step is timed at the DEBUG level.
 logger = logging.getLogger("sklearn_svi")
+
+
+class Progress(NamedTuple):
+    """What the estimators' ``callback`` receives after each update.
+
+    Attributes
+    ----------
+    n_batch_iter : int
+        Number of updates made.
+    n_samples_seen : int
+        Number of samples the updates used.
+    n_iter : int
+        Number of passes completed.
+    step_size : float
+        rho of the update.
+    score : float or None
+        The evaluation score recorded after the update (see
+        ``evaluate_every``), None when it was not evaluated.
+    elapsed : float
+        Seconds since ``fit`` or ``partial_fit`` was called.
+    """
+
+    n_batch_iter: int
+    n_samples_seen: int
+    n_iter: int
+    step_size: float
+    score: float | None
+    elapsed: float
 
 
 def _prior_by_row(prior, n_rows, dtype):
@@ -151,12 +180,15 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters):
         self._after_update(rho, statistic)
 
         state.record_step_size(self.n_batch_iter_, rho)
+        score = None
         if self.evaluate_every > 0 and self.n_batch_iter_ % self.evaluate_every == 0:
-            self._record_evaluation(
+            score = (
                 data.evaluation_score(minibatch)
                 if X_val is None
                 else self._evaluation_score(X_val)
             )
+            self._record_evaluation(score)
+        return rho, score
 
     def _move_natural(self, target, rho):
         """lambda = (1 - rho) lambda + rho lambda^, refused if not finite.
@@ -225,9 +257,11 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters):
                 f"evaluation score {float(score):.5f}"
             )
 
-    def _run_pass(self, data, n_total, X_val, order=None):
+    def _run_pass(self, data, n_total, X_val, started, order=None):
         """Run the SVI update on consecutive minibatches of the training
-        data ``data``, a ``RowSource``."""
+        data ``data``, a ``RowSource``; ``started`` is when the call began
+        (``time.perf_counter``). Returns whether the ``callback`` stopped
+        the pass."""
         # A filter's start belongs to the first update, and is undone with it.
         start_step_size = (
             self.n_batch_iter_ == 0
@@ -242,8 +276,8 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters):
         # processed.
         span = next(spans)
         upcoming = data.minibatch(rows_of(span))
-        first = True
-        while span is not None:
+        first, stopped = True, False
+        while span is not None and not stopped:
             minibatch = upcoming.result()
             following = next(spans, None)
             if following is not None:
@@ -252,7 +286,7 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters):
                 with self._transaction():
                     if first and start_step_size:
                         self._start_step_size(data, n_total)
-                    self._online_step(data, minibatch, n_total, X_val)
+                    rho, score = self._online_step(data, minibatch, n_total, X_val)
             except (ValueError, FloatingPointError) as error:
                 samples = np.arange(data.n_samples)[rows_of(span)]
                 raise refused_update(
@@ -262,9 +296,26 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters):
                     self.n_batch_iter_,
                 ) from error
             span, first = following, False
+            stopped = self._report(rho, score, started)
         with self._transaction():
             self.n_iter_ += 1
             self._after_pass()
+        return stopped
+
+    def _report(self, rho, score, started):
+        """Call the ``callback`` with the progress of the update just made;
+        whether it asks to stop."""
+        if self.callback is None:
+            return False
+        progress = Progress(
+            self.n_batch_iter_,
+            self.n_samples_seen_,
+            self.n_iter_,
+            float(rho),
+            None if score is None else float(score),
+            time.perf_counter() - started,
+        )
+        return bool(self.callback(self, progress))
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, *, X_val=None):
@@ -292,6 +343,7 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters):
         self : object
             The fitted estimator.
         """
+        started = time.perf_counter()
         mechanisms = self._checked_mechanisms()
         warm = self.warm_start and hasattr(self, "_natural")
         data = training_rows(
@@ -299,23 +351,23 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters):
         )
         X_val = self._check_evaluation_data(X_val, data.dtype)
         n_samples = data.n_samples
-        converged = False
+        converged = stopped = False
         with thread_pool(self.n_jobs):
             if not warm:
                 with self._transaction():
                     self._initialize_online(data.initial_rows(), n_samples, mechanisms)
             for _ in range(self.max_iter):
                 order = self._update_state.random_state.permutation(n_samples)
-                self._run_pass(data, n_samples, X_val, order=order)
+                stopped = self._run_pass(data, n_samples, X_val, started, order=order)
                 if self.verbose:
                     print(
                         f"[{type(self).__name__}] pass {self.n_iter_} "
                         f"of {self.max_iter}"
                     )
                 converged = self._fit_converged()
-                if converged:
+                if converged or stopped:
                     break
-        self._after_fit(converged)
+        self._after_fit(converged, stopped)
         return self
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -345,6 +397,7 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters):
         self : object
             The updated estimator.
         """
+        started = time.perf_counter()
         mechanisms = self._checked_mechanisms()
         first_call = not hasattr(self, "_natural")
         data = training_rows(
@@ -357,7 +410,7 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters):
                     self._initialize_online(
                         data.initial_rows(), self.total_samples, mechanisms
                     )
-            self._run_pass(data, self.total_samples, X_val)
+            self._run_pass(data, self.total_samples, X_val, started)
         return self
 
     def _check_evaluation_data(self, X_val, dtype):

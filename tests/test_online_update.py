@@ -1,6 +1,7 @@
 """The shared online update: schedules, persistence, batch mode, recovery."""
 
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -252,3 +253,47 @@ def test_warm_start_continues_an_lda_fit():
     np.testing.assert_array_equal(warm.components_, longer.components_)
     cold = SmoothedLDA(max_iter=1, **params).fit(X).fit(X)
     assert cold.n_batch_iter_ == 3
+
+
+@pytest.mark.parametrize("method", ["fit", "partial_fit"])
+def test_a_callback_follows_the_updates_and_can_stop_the_fit(method):
+    """The callback sees every update, with the evaluation score where one
+    was recorded, and returning True ends the fit after that update."""
+    X = make_lda_corpus(n_documents=400, n_features=40, random_state=0)[0]
+    seen = []
+
+    def follow(estimator, progress):
+        seen.append(progress)
+        assert estimator.n_batch_iter_ == progress.n_batch_iter
+        return progress.n_batch_iter == 5
+
+    params = dict(n_components=3, batch_size=50, evaluate_every=2, random_state=0)
+    model = SmoothedLDA(max_iter=3, callback=follow, **params)
+    getattr(model, method)(X)
+    assert [progress.n_batch_iter for progress in seen] == [1, 2, 3, 4, 5]
+    assert model.n_batch_iter_ == 5 and model.n_samples_seen_ == 250
+    assert [progress.score is not None for progress in seen] == [
+        False,
+        True,
+        False,
+        True,
+        False,
+    ]
+    assert seen[3].score == model.evaluation_history_["score"][-1]
+    assert seen[-1].step_size == model.step_size_history_["step_size"][-1]
+    assert all(b.elapsed >= a.elapsed >= 0 for a, b in zip(seen, seen[1:]))
+    if method == "partial_fit":
+        # The updates made are those of the first five minibatches alone.
+        alone = SmoothedLDA(**params).partial_fit(X[:250])
+        assert_array_equal(model.components_, alone.components_)
+
+
+def test_a_mixture_stopped_by_its_callback_does_not_warn():
+    rng = np.random.RandomState(0)
+    X = np.vstack([rng.randn(300, 2), rng.randn(300, 2) + 6])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = SVIGaussianMixture(
+            n_components=2, batch_size=100, callback=lambda estimator, p: True
+        ).fit(X)
+    assert model.n_batch_iter_ == 1 and not model.converged_

@@ -70,6 +70,13 @@ _SHARED_PARAMETERS = """\
         -1 all cores (inside a joblib worker, such as a parallel
         GridSearchCV's, the worker's share of them). The result does not
         depend on it.
+    callback : callable, default=None
+        Called after every update as ``callback(estimator, progress)``, with
+        a ``Progress`` named tuple of ``n_batch_iter``, ``n_samples_seen``,
+        ``n_iter``, ``step_size``, ``score`` (the evaluation score recorded
+        after the update, or None) and ``elapsed`` (seconds since ``fit`` or
+        ``partial_fit`` was called). When it returns True, the fit stops
+        after that update: the model keeps every update made.
     verbose : int, default=0
         Print progress when positive.
     random_state : int, RandomState instance or None, default=None

@@ -98,6 +98,13 @@ class SVIGaussianMixture(
     warm_start : bool, default=False
         If True, ``fit`` continues from the fitted state instead of starting
         again.
+    callback : callable, default=None
+        Called after every update as ``callback(estimator, progress)``, with
+        a ``Progress`` named tuple of ``n_batch_iter``, ``n_samples_seen``,
+        ``n_iter``, ``step_size``, ``score`` (the evaluation score recorded
+        after the update, or None) and ``elapsed`` (seconds since ``fit`` or
+        ``partial_fit`` was called). When it returns True, the fit stops
+        after that update: the model keeps every update made.
     verbose : int, default=0
         Print progress when positive.
     step_size : str or float

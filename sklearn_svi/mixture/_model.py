@@ -423,9 +423,9 @@ class _OnlineGaussianMixture(DensityMixin, OnlineUpdateMixin, BaseEstimator):
         bounds = self.lower_bounds_
         return len(bounds) >= 2 and abs(bounds[-1] - bounds[-2]) < self.tol
 
-    def _after_fit(self, converged):
+    def _after_fit(self, converged, stopped):
         self.converged_ = converged
-        if not converged:
+        if not converged and not stopped:
             warnings.warn(
                 f"{type(self).__name__} did not converge in {self.max_iter} "
                 "passes: the lower bound still changed by more than tol. Try "
