@@ -212,3 +212,16 @@ def test_the_topic_word_distribution_is_the_normalised_topics():
         np.argsort(-distribution, axis=1, kind="stable")[:, :5],
         top_word_indices(model, 5),
     )
+
+
+def test_the_coherence_scorer_can_count_in_reference_documents():
+    """A fold may lack a rare top word; a reference corpus has them all."""
+    scorer = coherence_scorer(top_n=3)
+    fold = DOCUMENTS[[0, 4, 5]]  # word 1 occurs in document 0 only
+    assert scorer(TOPICS, fold) == coherence(TOPICS, fold, top_n=3)
+    with pytest.raises(ValueError, match="occur in no document"):
+        scorer(TOPICS, DOCUMENTS[[4, 5]])
+    referenced = coherence_scorer(top_n=3, reference=DOCUMENTS)
+    assert referenced(TOPICS, DOCUMENTS[[4, 5]]) == coherence(
+        TOPICS, DOCUMENTS, top_n=3
+    )

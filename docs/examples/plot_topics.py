@@ -23,7 +23,7 @@ lda = SmoothedLDA(n_components=12, batch_size=64, max_iter=5, random_state=0).fi
 
 vocabulary = vectorizer.get_feature_names_out()
 words = top_words(lda, vocabulary, n_words=8)
-probabilities = lda.components_ / lda.components_.sum(axis=1, keepdims=True)
+probabilities = lda.topic_word_distribution_
 index = {word: column for column, word in enumerate(vocabulary)}
 fig, axes = plt.subplots(3, 4, figsize=(12, 8))
 for topic, ax in enumerate(axes.ravel()):

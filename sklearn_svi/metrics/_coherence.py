@@ -195,17 +195,21 @@ def topic_diversity(estimator, *, top_n=25):
     return len(np.unique(top)) / top.size
 
 
-def coherence_scorer(*, measure="npmi", top_n=10):
+def coherence_scorer(*, measure="npmi", top_n=10, reference=None):
     """A scorer ``scorer(estimator, X, y=None)`` of :func:`coherence`.
 
     For ``GridSearchCV(..., scoring=...)``, alone or in a dict of scorers
-    with ``refit=``; each candidate is scored on the fold's held-out
-    documents.
+    with ``refit=``.
 
     Parameters
     ----------
     measure : {"npmi", "uci", "umass"}, default="npmi"
     top_n : int, default=10
+    reference : {array-like, sparse matrix}, default=None
+        The documents that every candidate's topics are scored on, such as
+        the whole corpus. None scores each candidate on the fold's held-out
+        documents, in which a rare top word may not occur at all (the
+        scorer then raises, and the search records ``error_score``).
 
     Returns
     -------
@@ -214,7 +218,8 @@ def coherence_scorer(*, measure="npmi", top_n=10):
     _check_measure(measure, top_n)
 
     def score(estimator, X, y=None):
-        return coherence(estimator, X, measure=measure, top_n=top_n)
+        documents = X if reference is None else reference
+        return coherence(estimator, documents, measure=measure, top_n=top_n)
 
     return score
 
