@@ -234,10 +234,15 @@ class FilteredLDA(_OnlineLDA):
 def top_words(estimator, feature_names, n_words=10):
     """The most probable words of each topic.
 
+    The words are ranked by the topic's word distribution
+    (``topic_word_distribution_``, each row of ``components_`` normalised),
+    as :func:`sklearn_svi.metrics.top_word_indices` ranks them.
+
     Parameters
     ----------
     estimator : fitted LDA estimator
-        An estimator with ``components_`` of shape (n_topics, n_features).
+        An estimator with ``components_`` of shape (n_topics, n_features),
+        the package's or scikit-learn's.
     feature_names : array-like of str of shape (n_features,)
         The vocabulary, e.g. ``vectorizer.get_feature_names_out()``.
     n_words : int, default=10
