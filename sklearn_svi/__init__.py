@@ -15,11 +15,10 @@ from ._datasets import (
     match_topics,
     split_ratings,
 )
+from ._version import __version__
 from .factorization import SVIMatrixFactorization
 from .lda import AnnealedLDA, FilteredLDA, SmoothedLDA, top_words
 from .mixture import SVIGaussianMixture
-
-__version__ = "0.1.0.dev0"
 
 __all__ = [
     "AnnealedLDA",

@@ -32,6 +32,7 @@ from sklearn.utils import check_random_state, gen_batches
 from ._contract import OnlineModel
 from ._mechanisms import NoisyOptimum, SmoothingWindow
 from ._parameters import OnlineParameters
+from ._persistence import VersionedState
 from ._sources import training_rows
 from ._threads import sum_rows, thread_pool
 from ._transaction import spare_like, transaction
@@ -76,7 +77,7 @@ def _prior_by_row(prior, n_rows, dtype):
     return np.broadcast_to(np.asarray(prior, dtype=dtype).reshape(-1), (n_rows,))
 
 
-class OnlineUpdateMixin(OnlineModel, OnlineParameters):
+class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
     """Drive ``fit`` and ``partial_fit`` through the shared SVI update.
 
     The model supplies its part through the hooks of :class:`OnlineModel`;

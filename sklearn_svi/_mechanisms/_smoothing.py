@@ -1,6 +1,5 @@
 """Smoothed statistics: the window of Mandt & Blei (2014)."""
 
-from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -87,8 +86,10 @@ class SmoothingWindow:
 
     def __init__(self, length, shape, dtype):
         self.length = length
-        self.queue = deque()
-        self.dtype = np.dtype(dtype)
+        # A tuple, rebuilt by each push, and the type's code: both are
+        # plain values to every serialiser, skops included.
+        self.queue = ()
+        self.dtype = np.dtype(dtype).str
         self._running_sum = None
         self._undo = []
         if length > 1:
@@ -135,10 +136,8 @@ class SmoothingWindow:
             if oldest is not None:
                 changed_rows = np.union1d(oldest.rows, statistic.rows)
             changed_block = total[changed_rows]
-        self._undo.append((tuple(self.queue), changed_rows, changed_block))
-        if oldest is not None:
-            self.queue.popleft()
-        self.queue.append(statistic)
+        self._undo.append((self.queue, changed_rows, changed_block))
+        self.queue = (*self.queue[1 if oldest is not None else 0 :], statistic)
         if total is not None:
             map_rows(
                 lambda span: _replace_rows(total, oldest, statistic, span), len(total)
@@ -155,7 +154,7 @@ class SmoothingWindow:
     def rollback(self):
         """Undo the pushes since :meth:`begin`, newest first."""
         for queue, changed_rows, changed_block in reversed(self._undo):
-            self.queue = deque(queue)
+            self.queue = queue
             if changed_block is not None:
                 self._running_sum.block[changed_rows] = changed_block
         self._undo = []
