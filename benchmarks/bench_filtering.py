@@ -80,9 +80,7 @@ def make_models(batch_size, n_train, seed):
             min_step_size=None,
             **common,
         ),
-        REFERENCE: SmoothedLDA(
-            L=1, learning_offset=1000.0, **common
-        ),
+        REFERENCE: SmoothedLDA(L=1, learning_offset=1000.0, **common),
     }
     for rate in CONSTANT_RATES:
         models[f"Constant {rate:.0e}"] = SmoothedLDA(L=1, learning_rate=rate, **common)

@@ -68,12 +68,17 @@ def main(argv=None):
             cpu += time.process_time() - started
         topics = eta + sampler_counts(sampler, X_train.shape[1])
         rows.append(
-            ["tomotopy, fixed priors", f"{cpu:.0f}",
-             f"{held_out_log_predictive(topics, completion, alpha):.4f}"]
+            [
+                "tomotopy, fixed priors",
+                f"{cpu:.0f}",
+                f"{held_out_log_predictive(topics, completion, alpha):.4f}",
+            ]
         )
         print(*rows[-1], flush=True)
         model = SmoothedLDA(
-            n_components=K, batch_size=n_documents, total_samples=n_documents,
+            n_components=K,
+            batch_size=n_documents,
+            total_samples=n_documents,
             random_state=args.seed,
         ).partial_fit(X_train[:1])
         model._natural = np.ascontiguousarray(topics.T, dtype=model._natural.dtype)

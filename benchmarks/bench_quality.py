@@ -139,7 +139,9 @@ class TomotopyLDA:
         import tomotopy
 
         self.model = tomotopy.LDAModel(
-            k=n_components, alpha=1.0 / n_components, eta=1.0 / n_components,
+            k=n_components,
+            alpha=1.0 / n_components,
+            eta=1.0 / n_components,
             seed=seed,
         )
         self.model.optim_interval = optim_interval
@@ -222,7 +224,9 @@ class OnlineModel:
         for epoch in reshuffled(X_train, seed):
             for begin in range(0, epoch.shape[0], part_size):
                 part = epoch[begin : begin + part_size]
-                yield self.model.prepare(part) if hasattr(self.model, "prepare") else part
+                yield (
+                    self.model.prepare(part) if hasattr(self.model, "prepare") else part
+                )
 
     def train(self, n_parts):
         """``partial_fit`` on the next ``n_parts`` parts."""
@@ -351,9 +355,7 @@ def make_run(name, X_train, n_components, batch_size, seed, budgets):
     (:func:`gibbs_sweeps`).
     """
     if name in GIBBS_OPTIM_INTERVALS:
-        sampler = TomotopyLDA(
-            X_train, n_components, seed, GIBBS_OPTIM_INTERVALS[name]
-        )
+        sampler = TomotopyLDA(X_train, n_components, seed, GIBBS_OPTIM_INTERVALS[name])
         return timed_checkpoints(sampler, gibbs_sweeps(), budgets)
     model = online_model(name, X_train, n_components, batch_size, seed)
     part_size = min(ONLINE_CHECKPOINT_UPDATES * model.batch_size, X_train.shape[0])
@@ -454,7 +456,9 @@ def format_curves(runs):
     rows = [
         [
             label,
-            "  ".join(f"{point[0]:.1f}s:{point[1]:.3f}" for point in seeds[0]["points"]),
+            "  ".join(
+                f"{point[0]:.1f}s:{point[1]:.3f}" for point in seeds[0]["points"]
+            ),
         ]
         for label, seeds in runs.items()
     ]
@@ -550,7 +554,9 @@ def by_label(runs):
 def write_report(path, header, runs):
     """Print and write the tables of every run kept."""
     runs = by_label(runs)
-    budgets = sorted({b for seeds in runs.values() for run in seeds for b in run["budgets"]})
+    budgets = sorted(
+        {b for seeds in runs.values() for run in seeds for b in run["budgets"]}
+    )
     seeds = sorted({run["seed"] for label_runs in runs.values() for run in label_runs})
     scores = format_budgets(runs, budgets)
     own = format_budgets(runs, budgets, column=2)
@@ -562,7 +568,7 @@ def write_report(path, header, runs):
         [
             f"{header}, {len(seeds)} seeds; held-out per-word log predictive at "
             "each CPU budget, every model's topics scored by the same plug-in "
-            "inference (\"-\": the model was not run to that budget).",
+            'inference ("-": the model was not run to that budget).',
             scores,
             "The same checkpoints scored by each model's own transform "
             "(tomotopy: its Gibbs inference):",
@@ -584,7 +590,10 @@ def main(argv=None):
         "--budgets", type=float, nargs="+", default=[1.0, 5.0, 20.0, 60.0, 300.0]
     )
     parser.add_argument(
-        "--models", nargs="+", choices=list(MODELS), default=list(MODELS),
+        "--models",
+        nargs="+",
+        choices=list(MODELS),
+        default=list(MODELS),
         help="the models to run; the report holds every model run so far",
     )
     args = parser.parse_args(argv)

@@ -77,9 +77,7 @@ def make_models(n_components, batch_size, n_train, seed):
     return {
         REFERENCE: SmoothedLDA(L=1, **common),
         "plain SVI, mean-field step": SmoothedLDA(L=1, local_step="vb", **common),
-        "plain SVI, learned alpha": SmoothedLDA(
-            L=1, doc_topic_prior="auto", **common
-        ),
+        "plain SVI, learned alpha": SmoothedLDA(L=1, doc_topic_prior="auto", **common),
         "plain SVI, mean-field step, learned priors": SmoothedLDA(
             L=1, local_step="vb", **learned, **common
         ),

@@ -15,7 +15,7 @@ from ._datasets import (
     match_topics,
     split_ratings,
 )
-from ._version import __version__
+from ._version import __version__  # noqa: F401
 from .factorization import SVIMatrixFactorization
 from .lda import AnnealedLDA, FilteredLDA, SmoothedLDA, top_words
 from .mixture import SVIGaussianMixture

@@ -520,9 +520,7 @@ class ClusterRows:
     def least_likely_samples(self, minibatch):
         """The samples of the minibatch that fit the model worst, by their
         place in it, worst first, found on a worker."""
-        return self._on_minibatch(
-            type(self.model)._least_likely_samples, minibatch
-        )
+        return self._on_minibatch(type(self.model)._least_likely_samples, minibatch)
 
 
 # -- the engine of the models' methods on Dask collections ---------------------------
@@ -569,9 +567,7 @@ class DaskEngine:
         import dask
 
         shared = dask.delayed(model)
-        parts = [
-            dask.delayed(part)(shared, block) for block in row_block_tasks(X)
-        ]
+        parts = [dask.delayed(part)(shared, block) for block in row_block_tasks(X)]
         return dask.delayed(_ordered_sum)(parts)
 
     def later(self, function, *arguments):

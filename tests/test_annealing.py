@@ -147,7 +147,11 @@ def test_projection_runs_only_while_the_window_holds_negative_weights(
         data = X[: 64 * 8]
     else:
         model = SVIGaussianMixture(
-            n_components=3, batch_size=64, L=window_length, M=8, M_growth=28.0,
+            n_components=3,
+            batch_size=64,
+            L=window_length,
+            M=8,
+            M_growth=28.0,
             random_state=0,
         )
         data = np.random.RandomState(0).normal(size=(64 * 8, 2))

@@ -208,9 +208,12 @@ def test_a_refused_update_leaves_the_last_completed_one(name, monkeypatch):
 @pytest.fixture(scope="module")
 def client():
     distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
-    ) as cluster, distributed.Client(cluster) as client:
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         yield client
 
 
@@ -231,9 +234,11 @@ def test_a_dask_array_gives_what_the_rows_in_memory_give(name, client):
         in_memory.transform(blocks).compute(), in_memory.transform(X), rtol=1e-12
     )
     # The factorization's score splits each block's ratings where it is.
-    summed = type(in_memory).lower_bound if name == "factorization" else type(
-        in_memory
-    ).score
+    summed = (
+        type(in_memory).lower_bound
+        if name == "factorization"
+        else type(in_memory).score
+    )
     assert_allclose(
         summed(in_memory, blocks).compute(), summed(in_memory, X), rtol=1e-12
     )

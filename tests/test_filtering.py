@@ -14,8 +14,8 @@ from sklearn_svi._mechanisms import (
     Mechanisms,
     NoisyOptimum,
     RobbinsMonroStepSize,
-    StepSize,
     SparseStatistic,
+    StepSize,
     StudentTFilter,
 )
 from sklearn_svi._mechanisms._step_sizes import _Schedule

@@ -182,9 +182,7 @@ def test_collapsed_step_matches_reference(planted_corpus, kernel, tol, max_iter,
     assert_allclose(update_statistic(model, X), statistic_ref, rtol=1e-9, atol=1e-12)
 
 
-def test_auto_sweeps_of_the_updates_grow_with_document_length(
-    planted_corpus, kernel
-):
+def test_auto_sweeps_of_the_updates_grow_with_document_length(planted_corpus, kernel):
     # max_doc_update_iter="auto": in the updates, one sweep below 64 tokens
     # and one more per doubling; outside them, up to 100 sweeps.
     X = planted_corpus[0].astype(np.float64)
@@ -361,9 +359,7 @@ def test_renumber_words_matches_numpy(kernel):
 
 
 @pytest.mark.parametrize("collapsed", [False, True])
-def test_document_start_is_log_normal_around_the_fixed_points_mass(
-    kernel, collapsed
-):
+def test_document_start_is_log_normal_around_the_fixed_points_mass(kernel, collapsed):
     # log(gamma_dk / (alpha + n_d / K)) / spread must be standard
     # normal values, independent across topics, documents and keys.
     spread = start_spread(collapsed)

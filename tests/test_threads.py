@@ -199,13 +199,24 @@ def test_moments_and_step_match_numpy_on_their_rows(dtype, by_row, all_rows):
     difference = expected_target[span] - natural[span]
     expected_mean = decay * mean[span] + difference / window
     norms = observe_difference(
-        *window_sum.restricted_to(span), scale, prior, natural, mean, updated_mean,
-        decay, window, 5, 20,
+        *window_sum.restricted_to(span),
+        scale,
+        prior,
+        natural,
+        mean,
+        updated_mean,
+        decay,
+        window,
+        5,
+        20,
     )
     np.testing.assert_allclose(updated_mean[span], expected_mean, rtol=tolerance * 4)
     np.testing.assert_allclose(
         norms,
-        [np.sum(difference.astype(np.float64) ** 2), np.sum(expected_mean.astype(np.float64) ** 2)],
+        [
+            np.sum(difference.astype(np.float64) ** 2),
+            np.sum(expected_mean.astype(np.float64) ** 2),
+        ],
         rtol=tolerance * 16,
     )
     assert not updated_mean[:5].any() and not updated_mean[20:].any()

@@ -28,9 +28,9 @@ from sklearn_svi._mechanisms import (
     _smoothing,
 )
 from sklearn_svi._sources import InMemoryRows
-from sklearn_svi._update_state import UpdateState
 from sklearn_svi._threads import thread_pool
 from sklearn_svi._transaction import interrupts_deferred
+from sklearn_svi._update_state import UpdateState
 
 BATCH = 40
 LDA = dict(n_components=4, batch_size=BATCH, total_samples=2000, random_state=0)
@@ -106,7 +106,9 @@ def model_state(estimator):
         name, update = state["_update_state"]
         update = {key: value for key, value in update.items() if key != "spare_natural"}
         kind, step_size = update["step_size"]
-        step_size = {key: value for key, value in step_size.items() if key != "_spare_mean"}
+        step_size = {
+            key: value for key, value in step_size.items() if key != "_spare_mean"
+        }
         update["step_size"] = (kind, step_size)
         state["_update_state"] = (name, update)
     return state
@@ -270,9 +272,7 @@ def test_ctrl_c_during_the_rollback_is_delivered_after_it(python_sigint_handler)
 
 
 @pytest.mark.parametrize("n_jobs", [1, 2])
-def test_a_real_ctrl_c_at_a_random_moment_is_survived(
-    n_jobs, python_sigint_handler
-):
+def test_a_real_ctrl_c_at_a_random_moment_is_survived(n_jobs, python_sigint_handler):
     X = make_lda_corpus(n_documents=600, n_features=2000, n_topics=5, random_state=0)[0]
     fitted = SmoothedLDA(n_jobs=n_jobs, L=4, **{**LDA, "n_components": 5})
     fitted.partial_fit(X[:80])

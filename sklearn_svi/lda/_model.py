@@ -210,6 +210,7 @@ class _OnlineLDA(
                 "never above it. alpha itself is learned without bias; pass a "
                 "fixed doc_topic_prior for the best topics.",
                 UserWarning,
+                stacklevel=2,
             )
         if self.topic_word_prior == "auto":
             warnings.warn(
@@ -218,6 +219,7 @@ class _OnlineLDA(
                 "0.17 (0.08 with the mean-field step). Pass a fixed "
                 'topic_word_prior, or use local_step="vb" to learn it.',
                 UserWarning,
+                stacklevel=2,
             )
 
     def _start_key(self, draw):
