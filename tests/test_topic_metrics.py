@@ -225,3 +225,16 @@ def test_the_coherence_scorer_can_count_in_reference_documents():
     assert referenced(TOPICS, DOCUMENTS[[4, 5]]) == coherence(
         TOPICS, DOCUMENTS, top_n=3
     )
+
+
+def test_empty_topics_and_documents_give_finite_values_or_clear_errors():
+    """An all-zero topic ranks its words by column; empty documents count."""
+    empty = Topics([[0.0, 0.0, 0.0, 0.0], [0.3, 0.1, 0.6, 0.0]])
+    values = coherence(empty, DOCUMENTS, top_n=3, average=False)
+    assert np.all(np.isfinite(values))
+    assert values[0] == coherence(TOPICS, DOCUMENTS, top_n=3, average=False)[0]
+    assert topic_diversity(empty, top_n=3) == 1 / 2
+    with pytest.raises(ValueError, match="each topic with some positive weight"):
+        topic_alignment(empty, TOPICS)
+    with pytest.raises(ValueError, match="0 sample"):
+        coherence(TOPICS, DOCUMENTS[:0], top_n=3)

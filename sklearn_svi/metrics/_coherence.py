@@ -71,8 +71,6 @@ def _occurrences(X, n_features, words):
         raise ValueError(
             f"X has {X.shape[1]} features, but the topics have {n_features}."
         )
-    if X.shape[0] == 0:
-        raise ValueError("X holds no documents.")
     occurs = (sp.csc_matrix(X)[:, words] > 0).astype(np.float64)
     together = (occurs.T @ occurs).toarray()
     return X.shape[0], np.diag(together).copy(), together
@@ -128,6 +126,12 @@ def coherence(estimator, X, *, measure="npmi", top_n=10, average=True):
     ValueError
         If a top word of a topic occurs in no document of X, where the
         measures are undefined, or if ``measure`` is not known.
+
+    Notes
+    -----
+    Documents without words count among the N documents. A topic whose
+    weights are all equal (an empty topic) has its first ``top_n`` columns
+    as its top words.
 
     Examples
     --------
