@@ -9,6 +9,7 @@ the package uses the most capable one the processor runs.
 
 import os
 import platform
+import shutil
 import sys
 from pathlib import Path
 
@@ -63,12 +64,32 @@ if UNIX_LIKE and X86_64:
 
 class ParallelBuildExt(build_ext):
     """build_ext that compiles the extensions on every core unless told
-    otherwise (``-j``), so that the kernel's variants build side by side."""
+    otherwise (``-j``), so that the kernel's variants build side by side,
+    and only those whose sources changed since the last build of this
+    checkout."""
 
     def finalize_options(self):
         super().finalize_options()
         if self.parallel is None:
             self.parallel = os.cpu_count() or 1
+
+    def build_extension(self, ext):
+        # An editable install leaves each module in the source tree. When
+        # that copy is newer than the extension's sources, its includes and
+        # this file, it is what compiling would give again: it is used as it
+        # is, so that a second install of the checkout compiles nothing.
+        in_tree = Path(self.get_ext_filename(ext.name))
+        target = Path(self.get_ext_fullpath(ext.name))
+        inputs = [*ext.sources, *ext.depends, __file__]
+        if in_tree.exists() and in_tree.stat().st_mtime >= max(
+            Path(path).stat().st_mtime for path in inputs
+        ):
+            if in_tree.resolve() != target.resolve():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(in_tree, target)
+            print(f"{ext.name}: up to date in the source tree, not compiled")
+            return
+        super().build_extension(ext)
 
 
 setup(
