@@ -92,11 +92,35 @@ class ParallelBuildExt(build_ext):
         super().build_extension(ext)
 
 
+def cythonized(extensions):
+    """The extensions with their C sources, Cython run on those whose C file
+    is older than the package's own sources (the .pyx and its includes).
+
+    Cython's own dependency check would also compare with the declaration
+    files of the fresh build environment that every install makes, and so
+    translate every module again each time.
+    """
+    stale = []
+    for ext in extensions:
+        own = [Path(path) for path in [*ext.sources, *ext.depends]]
+        translated = Path(ext.sources[0]).with_suffix(".c")
+        if not translated.exists() or translated.stat().st_mtime < max(
+            path.stat().st_mtime for path in own
+        ):
+            stale.append(ext)
+    if stale:
+        cythonize(
+            stale,
+            compiler_directives={"language_level": "3"},
+            nthreads=os.cpu_count() or 1,
+            force=True,
+        )
+    for ext in extensions:
+        ext.sources = [str(Path(path).with_suffix(".c")) for path in ext.sources]
+    return extensions
+
+
 setup(
-    ext_modules=cythonize(
-        extensions,
-        compiler_directives={"language_level": "3"},
-        nthreads=os.cpu_count() or 1,
-    ),
+    ext_modules=cythonized(extensions),
     cmdclass={"build_ext": ParallelBuildExt},
 )
