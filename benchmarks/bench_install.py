@@ -1,4 +1,4 @@
-"""The README's two set-up commands from a fresh clone in a fresh virtual environment: their time, and what they compile.
+"""The README's set-up commands from a fresh clone: their time, what they compile.
 
 Clones this repository into a temporary folder, makes a new virtual
 environment there, and runs, as a newcomer would, the first command
