@@ -32,6 +32,17 @@ UPDATE_PARAMETERS = {
     "random_state": ["random_state"],
 }
 
+# The entry of ``callback`` in every estimator's docstring.
+CALLBACK_PARAMETER = """\
+    callback : callable, default=None
+        Called after every update as ``callback(estimator, progress)``, with
+        a ``Progress`` named tuple of ``n_batch_iter``, ``n_samples_seen``,
+        ``n_iter``, ``step_size``, ``score`` (the evaluation score recorded
+        after the update, or None) and ``elapsed`` (seconds since ``fit`` or
+        ``partial_fit`` was called). When it returns True, the fit stops
+        after that update: the model keeps every update made.
+"""
+
 # Their defaults, unless an estimator sets others.
 UPDATE_DEFAULTS = {
     "batch_size": 128,

@@ -8,7 +8,7 @@ from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils._param_validation import Interval
 
 from .._mechanisms._docstrings import mechanism_parameters
-from .._parameters import estimator_init
+from .._parameters import CALLBACK_PARAMETER, estimator_init
 from .._sources import features_in, features_out, rowwise, summed_over_rows
 from ._model import _OnlineMatrixFactorization
 
@@ -76,14 +76,7 @@ class SVIMatrixFactorization(
     warm_start : bool, default=False
         If True, ``fit`` continues from the fitted state instead of starting
         again.
-    callback : callable, default=None
-        Called after every update as ``callback(estimator, progress)``, with
-        a ``Progress`` named tuple of ``n_batch_iter``, ``n_samples_seen``,
-        ``n_iter``, ``step_size``, ``score`` (the evaluation score recorded
-        after the update, or None) and ``elapsed`` (seconds since ``fit`` or
-        ``partial_fit`` was called). When it returns True, the fit stops
-        after that update: the model keeps every update made.
-    verbose : int, default=0
+{CALLBACK_PARAMETER}    verbose : int, default=0
         Print progress when positive.
 
     Attributes

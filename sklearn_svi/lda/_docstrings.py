@@ -1,6 +1,9 @@
 """The parts of the LDA estimators' docstrings that they share."""
 
-_SHARED_PARAMETERS = """\
+from .._parameters import CALLBACK_PARAMETER
+
+_SHARED_PARAMETERS = (
+    """\
     doc_topic_prior : float or "auto", default=None
         alpha, the Dirichlet prior of the topic proportions. None means
         ``1 / n_components``. ``"auto"`` starts there and learns an
@@ -70,19 +73,16 @@ _SHARED_PARAMETERS = """\
         -1 all cores (inside a joblib worker, such as a parallel
         GridSearchCV's, the worker's share of them). The result does not
         depend on it.
-    callback : callable, default=None
-        Called after every update as ``callback(estimator, progress)``, with
-        a ``Progress`` named tuple of ``n_batch_iter``, ``n_samples_seen``,
-        ``n_iter``, ``step_size``, ``score`` (the evaluation score recorded
-        after the update, or None) and ``elapsed`` (seconds since ``fit`` or
-        ``partial_fit`` was called). When it returns True, the fit stops
-        after that update: the model keeps every update made.
+"""
+    + CALLBACK_PARAMETER
+    + """\
     verbose : int, default=0
         Print progress when positive.
     random_state : int, RandomState instance or None, default=None
         Seed of the initial topics and of the order of the documents in
         ``fit``.
 """
+)
 
 # What the LDA estimators add to the description of the mechanisms'
 # parameters.

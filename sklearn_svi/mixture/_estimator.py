@@ -10,7 +10,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._mechanisms import learning_rate_constraint, renamed_constraint
 from .._mechanisms._docstrings import mechanism_parameters
-from .._parameters import estimator_init
+from .._parameters import CALLBACK_PARAMETER, estimator_init
 from .._sources import features_out, rowwise, summed_over_rows
 from ._model import _OnlineGaussianMixture
 
@@ -98,14 +98,7 @@ class SVIGaussianMixture(
     warm_start : bool, default=False
         If True, ``fit`` continues from the fitted state instead of starting
         again.
-    callback : callable, default=None
-        Called after every update as ``callback(estimator, progress)``, with
-        a ``Progress`` named tuple of ``n_batch_iter``, ``n_samples_seen``,
-        ``n_iter``, ``step_size``, ``score`` (the evaluation score recorded
-        after the update, or None) and ``elapsed`` (seconds since ``fit`` or
-        ``partial_fit`` was called). When it returns True, the fit stops
-        after that update: the model keeps every update made.
-    verbose : int, default=0
+{CALLBACK_PARAMETER}    verbose : int, default=0
         Print progress when positive.
     step_size : str or float
         Former name of ``learning_rate``.
