@@ -257,7 +257,7 @@ class ClusterRows:
     """Training data in row blocks on a Dask cluster, for the online update.
 
     It answers the update's questions (minibatches, their statistics, their
-    scores) like :class:`~sklearn_svi._online.InMemoryRows`, with the work
+    scores) like :class:`~sklearn_svi._sources.InMemoryRows`, with the work
     done where the blocks are. Use :meth:`from_data`.
 
     Parameters
