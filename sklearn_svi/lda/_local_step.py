@@ -223,57 +223,43 @@ class LocalStep:
             0.0 if start_key is None else start_spread(self.collapsed),
             0 if start_key is None else start_key,
         )
-        if self.collapsed:
-            responsibility = np.empty(
-                (documents.counts.size if index_words else 0, natural.shape[1]),
-                dtype=natural.dtype,
-            )
-            sampled_counts = np.empty(
-                (documents.n_documents if sample_counts else 0, natural.shape[1]),
-                dtype=natural.dtype,
-            )
-            _run_documents(
-                _kernel.infer_documents_collapsed,
-                word_topic,
-                documents,
-                doc_topic,
-                responsibility,
-                sampled_counts,
-                prior,
-                self.max_iter,
-                float(self.tol),
-                float(self.doubling_length),
-                *start,
-            )
-            return _LocalFit(
-                documents,
-                doc_topic,
-                word_topic,
-                responsibility=responsibility if index_words else None,
-                word_index=word_index,
-                sampled_counts=sampled_counts if sample_counts else None,
-            )
-        exp_doc_topic = np.empty_like(doc_topic)
-        count_ratio = np.empty_like(documents.counts)
+        n_topics, dtype = natural.shape[1], natural.dtype
+        # Each step fills its own outputs; the other's have no rows.
+        collapsed, none = self.collapsed, np.empty((0, n_topics), dtype=dtype)
+        responsibility = np.empty(
+            (documents.counts.size if collapsed and index_words else 0, n_topics),
+            dtype=dtype,
+        )
+        sampled_counts = np.empty(
+            (documents.n_documents if collapsed and sample_counts else 0, n_topics),
+            dtype=dtype,
+        )
+        exp_doc_topic = none if collapsed else np.empty_like(doc_topic)
+        count_ratio = none.ravel() if collapsed else np.empty_like(documents.counts)
         _run_documents(
-            _kernel.infer_documents,
+            collapsed,
             word_topic,
             documents,
             doc_topic,
             exp_doc_topic,
             count_ratio,
+            responsibility,
+            sampled_counts,
             prior,
             self.max_iter,
             float(self.tol),
+            float(self.doubling_length),
             *start,
         )
         return _LocalFit(
             documents,
             doc_topic,
             word_topic,
-            exp_doc_topic=exp_doc_topic,
-            count_ratio=count_ratio,
+            exp_doc_topic=None if collapsed else exp_doc_topic,
+            count_ratio=None if collapsed else count_ratio,
+            responsibility=responsibility if collapsed and index_words else None,
             word_index=word_index,
+            sampled_counts=sampled_counts if collapsed and sample_counts else None,
         )
 
 
@@ -314,8 +300,9 @@ def _word_topic(documents, natural, rows, topic_totals, collapsed, index_words):
     return word_topic, results[0] if index_words else None
 
 
-def _run_documents(kernel, word_topic, documents, *arguments):
-    """Run ``kernel`` on every document, on every thread.
+def _run_documents(collapsed, word_topic, documents, *arguments):
+    """Run the kernel's local step (``infer_documents``) on every document,
+    on every thread.
 
     ``arguments`` are the kernel's arguments after the documents: its
     outputs and settings. Each thread takes documents one at a time from a
@@ -325,6 +312,7 @@ def _run_documents(kernel, word_topic, documents, *arguments):
     longest_first = np.argsort(-np.diff(documents.indptr), kind="stable")
     next_document = np.zeros(1, dtype=np.intp)
     shared = (
+        collapsed,
         word_topic,
         documents.words,
         documents.indptr,
@@ -334,7 +322,7 @@ def _run_documents(kernel, word_topic, documents, *arguments):
         longest_first,
         next_document,
     )
-    run_calls(kernel, [shared] * n_threads())
+    run_calls(_kernel.infer_documents, [shared] * n_threads())
 
 
 def minibatch_statistic(local, sample_weight=None, n_batch=None):

@@ -1,0 +1,202 @@
+# The one driver of the local step: threads claim documents one at a time,
+# and each document is fitted by the mean-field or the collapsed fixed point.
+
+
+def infer_documents(
+    bint collapsed,
+    const floating[:, ::1] word_topic,
+    const Py_ssize_t[::1] words,
+    const Py_ssize_t[::1] indptr,
+    const Py_ssize_t[::1] indices,
+    const floating[::1] counts,
+    floating[:, ::1] doc_topic,
+    floating[:, ::1] exp_doc_topic,
+    floating[::1] count_ratio,
+    floating[:, ::1] responsibility,
+    floating[:, ::1] sampled_counts,
+    const floating[::1] doc_topic_prior,
+    Py_ssize_t max_iter,
+    double mean_change_tol,
+    double doubling_length,
+    double start_spread,
+    unsigned long long start_key,
+    const Py_ssize_t[::1] order,
+    Py_ssize_t[::1] next_document,
+):
+    """Run the local step for documents taken one at a time.
+
+    Every thread of a minibatch calls this function with the same arguments:
+    each claims the next document of ``order`` not yet taken by atomically
+    incrementing ``next_document[0]``, until all are done. A slow thread thus
+    takes fewer documents, and a document's result does not depend on which
+    thread computes it.
+
+    The mean-field step iterates gamma_d to its fixed point (Hoffman et al.
+    2013, Fig. 6). The collapsed (CVB0) step gives each word w of document d
+    topic responsibilities phi_dwk; with the document's expected topic
+    counts N_dk = sum_w n_dw phi_dwk, a sweep over the words sets, one word
+    after the other,
+
+        phi_dwk  proportional to  E[beta_kw] (N_dk - c phi_dwk + alpha_k),
+
+    where c = min(n_dw, 1): the counts of the document without one token of
+    w, as in the zero-order collapsed variational update (Asuncion et al.
+    2009; Foulds et al. 2013, with the topics' expected counts given by
+    lambda). Sweeps stop when the mean absolute change of N_d over a sweep,
+    which is that of gamma = alpha + N_d, is below ``mean_change_tol``; the
+    document starts from phi_dwk proportional to E[beta_kw] g_k, with g the
+    start of the mean-field step.
+
+    Parameters
+    ----------
+    collapsed : bool
+        The collapsed step, or the mean-field one.
+    word_topic : ndarray of shape (n_words, n_topics)
+        For the words present in the minibatch, one row per word: exp
+        E[log beta] for the mean-field step, E[beta] for the collapsed one.
+    words : ndarray of shape (n_words,)
+        The vocabulary index of each row of ``word_topic``.
+    indptr, indices, counts : ndarray
+        CSR representation of the minibatch; ``indices`` index the rows of
+        ``word_topic``.
+    doc_topic : ndarray of shape (n_documents, n_topics)
+        Output: gamma at each document's fixed point (alpha + N_d for the
+        collapsed step).
+    exp_doc_topic : ndarray of shape (n_documents, n_topics)
+        Output of the mean-field step: exp E[log theta] at the final gamma.
+        No rows for the collapsed step.
+    count_ratio : ndarray of shape (nnz,)
+        Output of the mean-field step: n_dw / norm_dw at the final gamma,
+        aligned with ``counts``. Empty for the collapsed step.
+    responsibility : ndarray of shape (nnz, n_topics) or (0, n_topics)
+        Output of the collapsed step, unless it has no rows: n_dw phi_dwk,
+        aligned with ``counts``.
+    sampled_counts : ndarray of shape (n_documents, n_topics) or (0, n_topics)
+        Output of the collapsed step, unless it has no rows: each document's
+        topic counts with every token's topic drawn from its final
+        responsibilities (``_sample_topic_counts``).
+    doc_topic_prior : ndarray of shape (n_topics,)
+        alpha.
+    max_iter : int
+        Maximum number of fixed-point iterations (sweeps) per document.
+    mean_change_tol : float
+        Stop when the mean absolute change of gamma is below this value.
+    doubling_length : float
+        For the collapsed step: with a positive value L, a document of n_d
+        tokens gets at most 1 + floor(log2(n_d / L)) sweeps (one below 2 L
+        tokens), and never more than ``max_iter``; 0 for ``max_iter`` sweeps
+        for every document. Unused by the mean-field step.
+    start_spread : float
+        Document d starts from gamma_dk = (alpha_k + n_d / n_topics)
+        exp(start_spread z_dk), with z_dk standard normal values from a
+        stream numbered by ``start_key`` and the document's words and counts
+        (``document_start``): a document's start depends on nothing else.
+    start_key : int
+        The key of the documents' streams, in [0, 2**64).
+    order : ndarray of shape (n_documents,)
+        The order in which the documents are taken.
+    next_document : ndarray of shape (1,)
+        The shared counter of claimed documents, 0 before the first call.
+
+    Returns
+    -------
+    n_iter : int
+        Total number of fixed-point iterations (sweeps) over the documents
+        this call processed.
+    """
+    cdef Py_ssize_t n_topics = word_topic.shape[1]
+    cdef Py_ssize_t lanes = (
+        SKLEARN_SVI_DOUBLE_LANES if floating is double else SKLEARN_SVI_FLOAT_LANES
+    )
+    cdef Py_ssize_t n_padded = _round_up(n_topics, lanes)
+    cdef Py_ssize_t longest = _longest_document(indptr)
+    cdef Py_ssize_t d, begin, n_words, n_rows, n_iter = 0
+    cdef double length
+    cdef floating eps = FLT_EPSILON if floating is float else DBL_EPSILON
+    cdef const floating* alpha = &doc_topic_prior[0]
+    cdef unsigned int float_mode
+    cdef unsigned long long stream
+    cdef bint allocated
+    # The mean-field step's buffers.
+    cdef void* memory = NULL
+    cdef double* work = NULL
+    cdef floating* block
+    cdef floating* exp_theta
+    cdef floating* topic_sum
+    cdef floating* ratio
+    # The collapsed step's.
+    cdef double* phi = NULL
+    cdef double* topic_counts
+    cdef double* proposal
+    cdef double* previous_counts
+    cdef floating* start = NULL
+    # Both steps'.
+    cdef floating* doc_counts
+
+    if collapsed:
+        allocated = _allocate_collapsed(
+            longest, n_topics, &phi, &topic_counts, &proposal, &previous_counts,
+            &start, &doc_counts,
+        )
+    else:
+        allocated = _allocate_mean_field(
+            _round_up(longest, SKLEARN_SVI_WORDS), n_topics, n_padded, &memory,
+            &work, &block, &exp_theta, &topic_sum, &doc_counts, &ratio,
+        )
+    if not allocated:
+        raise MemoryError()
+    with nogil:
+        float_mode = _flush_subnormals()
+        while _claim_document(order, next_document, indptr, &d, &begin, &n_words):
+            if collapsed:
+                length = _start_document(
+                    counts, words, indices, begin, n_words, alpha, n_topics,
+                    start_spread, start_key, doc_counts, start, &stream,
+                )
+                _start_responsibilities(
+                    &word_topic[0, 0], &indices[begin], n_words, n_topics,
+                    doc_counts, start, phi, topic_counts, proposal,
+                )
+                n_iter += _collapsed_fixed_point(
+                    &word_topic[0, 0], &indices[begin], n_words, n_topics,
+                    doc_counts, alpha, phi, topic_counts, proposal,
+                    previous_counts,
+                    _sweep_limit(length, max_iter, doubling_length),
+                    mean_change_tol,
+                )
+                _write_collapsed(
+                    d, begin, n_words, alpha, doc_counts, phi, topic_counts,
+                    n_topics, doc_topic, responsibility,
+                )
+                if sampled_counts.shape[0] > 0:
+                    _sample_topic_counts(
+                        phi, doc_counts, n_words, n_topics, stream,
+                        &sampled_counts[d, 0],
+                    )
+            else:
+                n_rows = _round_up(n_words, SKLEARN_SVI_WORDS)
+                _gather_block(
+                    word_topic, indices, begin, n_words, n_rows, n_padded,
+                    block, doc_counts,
+                )
+                _start_document(
+                    counts, words, indices, begin, n_words, alpha, n_topics,
+                    start_spread, start_key, doc_counts, &doc_topic[d, 0],
+                    &stream,
+                )
+                n_iter += _mean_field_fixed_point(
+                    &doc_topic[d, 0], alpha, block, doc_counts, exp_theta,
+                    topic_sum, ratio, work, n_topics, n_rows, n_padded, eps,
+                    max_iter, mean_change_tol,
+                )
+                _write_mean_field(
+                    d, begin, n_words, &doc_topic[d, 0], block, doc_counts,
+                    exp_theta, ratio, work, n_topics, n_rows, n_padded, eps,
+                    exp_doc_topic, count_ratio,
+                )
+        _restore_float_mode(float_mode)
+    free(memory)
+    free(work)
+    free(phi)
+    free(start)
+    return n_iter
