@@ -32,7 +32,7 @@ import joblib
 import scipy.sparse as sp
 from threadpoolctl import threadpool_limits
 
-from sklearn_svi import FilteredLDA, SmoothedLDA
+from sklearn_svi import AnnealedLDA, FilteredLDA, SmoothedLDA
 
 from _common import argument_parser, reshuffled
 from corpus import corpus_name, load_corpus
@@ -42,12 +42,15 @@ RESULTS_DIRECTORY = Path(__file__).resolve().parent / "results"
 N_COMPONENTS = 20
 BATCH_SIZE = 256
 CHUNK_SIZE = 10_000
+COMMON = dict(n_components=N_COMPONENTS, batch_size=BATCH_SIZE)
 ESTIMATORS = {
-    "SmoothedLDA(L=10)": lambda n: SmoothedLDA(
-        n_components=N_COMPONENTS, L=10, batch_size=BATCH_SIZE, total_samples=n
-    ),
-    "FilteredLDA()": lambda n: FilteredLDA(
-        n_components=N_COMPONENTS, batch_size=BATCH_SIZE, total_samples=n
+    "SmoothedLDA(L=10)": lambda n: SmoothedLDA(L=10, total_samples=n, **COMMON),
+    "AnnealedLDA()": lambda n: AnnealedLDA(total_samples=n, **COMMON),
+    "FilteredLDA()": lambda n: FilteredLDA(total_samples=n, **COMMON),
+    "every mechanism: SmoothedLDA(L=10, M=64, learning_rate='student-t')": (
+        lambda n: SmoothedLDA(
+            L=10, M=64, learning_rate="student-t", total_samples=n, **COMMON
+        )
     ),
 }
 
@@ -88,7 +91,7 @@ def run(matrix_path, estimator, n_documents, checkpoint_every, checkpoint_path):
     """
     X = sp.load_npz(matrix_path).tocsr()
     model = ESTIMATORS[estimator](X.shape[0]).set_params(random_state=0)
-    memory = []
+    memory, elapsed = [], []
     start = time.perf_counter()
     with threadpool_limits(1, "blas"):
         for number, chunk in enumerate(chunks(X, n_documents, seed=0), start=1):
@@ -99,12 +102,14 @@ def run(matrix_path, estimator, n_documents, checkpoint_every, checkpoint_path):
                     del model
                     model = joblib.load(checkpoint_path)
                 memory.append(resident_mib())
+                elapsed.append(time.perf_counter() - start)
     seconds = time.perf_counter() - start
     return {
         "seconds": seconds,
         "documents": int(model.n_samples_seen_),
         "updates": int(model.n_batch_iter_),
         "memory": memory,
+        "elapsed": elapsed,
         "components": hashlib.sha256(model.components_.tobytes()).hexdigest(),
     }
 
@@ -120,19 +125,25 @@ def run_in_process(*arguments):
     return json.loads(completed.stdout.splitlines()[-1])
 
 
-def table_row(estimator, label, result, verdict):
-    """The table's row of one run."""
-    first, later = result["memory"][0], max(result["memory"][1:])
+def milestones(n_checkpoints):
+    """The checkpoints the table shows: the first, the middle and the last."""
+    return sorted({0, n_checkpoints // 2 - 1, n_checkpoints - 1})
+
+
+def table_row(estimator, label, result, verdict, documents_per_checkpoint):
+    """The table's row of one run: memory and documents per second at the
+    milestones, and the growth of the memory after the first checkpoint."""
+    memory, elapsed = result["memory"], result["elapsed"]
+    shown = milestones(len(memory))
+    rates = [documents_per_checkpoint * (index + 1) / elapsed[index] for index in shown]
     return [
         estimator,
         label,
-        f"{result['documents']:,}",
         f"{result['updates']:,}",
         f"{result['seconds']:.0f}",
-        f"{result['documents'] / result['seconds']:,.0f}",
-        f"{first:.0f}",
-        f"{later:.0f}",
-        f"{later / first:.3f}",
+        " / ".join(f"{rate:,.0f}" for rate in rates),
+        " / ".join(f"{memory[index]:.0f}" for index in shown),
+        f"{max(memory[1:]) / memory[0]:.3f}",
         verdict,
     ]
 
@@ -157,6 +168,7 @@ def main(argv=None):
         parser.error("the corpus file is required")
     X = load_corpus(args.corpus, args.column, args.n_features)
     rows = []
+    per_checkpoint = args.checkpoint_every * CHUNK_SIZE
     with tempfile.TemporaryDirectory() as directory:
         matrix_path = str(Path(directory) / "counts.npz")
         sp.save_npz(matrix_path, X)
@@ -181,26 +193,32 @@ def main(argv=None):
             )
             for label, result in runs.items():
                 verdict = "" if label == "unbroken" else ("yes" if same else "NO")
-                rows.append(table_row(estimator, label, result, verdict))
+                rows.append(
+                    table_row(estimator, label, result, verdict, per_checkpoint)
+                )
+    n_checkpoints = args.documents // per_checkpoint
+    at = " / ".join(
+        f"{per_checkpoint * (index + 1) / 1e6:g}M"
+        for index in milestones(n_checkpoints)
+    )
     header = [
         "Estimator",
         "Run",
-        "Documents",
         "Updates",
         "Seconds",
-        "Docs/s",
-        "MiB first",
-        "MiB max later",
-        "Ratio",
+        f"Docs/s at {at}",
+        f"MiB at {at}",
+        "Growth",
         "Same model",
     ]
     settings = (
         f"{corpus_name(args.corpus)}: {X.shape[0]:,} documents, "
         f"{X.shape[1]:,} words, repeated in reshuffled epochs; K={N_COMPONENTS}, "
         f"batch_size={BATCH_SIZE}, partial_fit on chunks of {CHUNK_SIZE:,} "
-        f"documents, one thread. Memory: resident MiB every "
-        f"{args.checkpoint_every} chunks, the first such point against the "
-        "largest later one. Same model: the saved-and-reloaded run's final "
+        f"documents, {args.documents:,} documents in all, one thread. "
+        f"Documents per second and resident MiB after {at} documents; growth: "
+        "the largest resident memory after the first million documents over "
+        "the first. Same model: the saved-and-reloaded run's final "
         "components equal the unbroken run's bit for bit."
     )
     path = RESULTS_DIRECTORY / f"soak_{corpus_name(args.corpus)}.rst"
