@@ -217,8 +217,8 @@ def main(argv=None):
         f"batch_size={BATCH_SIZE}, partial_fit on chunks of {CHUNK_SIZE:,} "
         f"documents, {args.documents:,} documents in all, one thread. "
         f"Documents per second and resident MiB after {at} documents; growth: "
-        "the largest resident memory after the first million documents over "
-        "the first. Same model: the saved-and-reloaded run's final "
+        "the largest resident memory after the first milestone over the "
+        "first. Same model: the saved-and-reloaded run's final "
         "components equal the unbroken run's bit for bit."
     )
     path = RESULTS_DIRECTORY / f"soak_{corpus_name(args.corpus)}.rst"
