@@ -56,20 +56,31 @@ def transaction(model, parts=()):
         Parts of the model that change in place; each has ``begin()``,
         called now, ``commit()``, called when the body completes, and
         ``rollback()``, which undoes what the part did since ``begin()``.
+
+    The parts begin, and commit, with Ctrl-C held back, so that each does so
+    wholly: an interrupt that arrives while they begin undoes the change, one
+    that arrives while they commit is raised after the change is kept.
     """
     saved_attributes = model.__dict__.copy()
-    for part in parts:
-        part.begin()
+    begun = committed = False
     try:
-        yield
-        for part in parts:
-            part.commit()
-    except BaseException:
         with interrupts_deferred():
             for part in parts:
-                part.rollback()
-            model.__dict__.clear()
-            model.__dict__.update(saved_attributes)
+                part.begin()
+            begun = True
+        yield
+        with interrupts_deferred():
+            for part in parts:
+                part.commit()
+            committed = True
+    except BaseException:
+        if not committed:
+            with interrupts_deferred():
+                if begun:
+                    for part in parts:
+                        part.rollback()
+                model.__dict__.clear()
+                model.__dict__.update(saved_attributes)
         raise
 
 
