@@ -1,11 +1,13 @@
 """The compiled local step against a slow, obviously correct reference."""
 
+import itertools
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy import stats
-from scipy.special import digamma
+from scipy.special import digamma, gammaln
 from sklearn.decomposition import LatentDirichletAllocation
 
 import sklearn_svi.lda._local_step
@@ -121,7 +123,7 @@ def update_start(model, kernel, draw=7):
             words.astype(np.intp),
             counts.astype(np.float64),
             np.full(n_topics, alpha),
-            start_spread(model.local_step == "cvb0"),
+            start_spread(model.local_step != "vb"),
         )
 
     return start
@@ -226,6 +228,92 @@ def test_collapsed_step_leaves_out_the_words_own_token():
     assert_allclose(gamma - 0.5, mean_beta / mean_beta.sum(), rtol=1e-12)
 
 
+def exact_topic_counts(words, topic_word, alpha):
+    """The posterior mean of a document's topic counts given the topics
+    E[beta] of ``topic_word``, with theta integrated out, by enumerating
+    every assignment of its tokens (one per entry of ``words``)."""
+    n_topics = topic_word.shape[0]
+    mean_beta = topic_word / topic_word.sum(axis=1, keepdims=True)
+    total, weighted = 0.0, np.zeros(n_topics)
+    for topics in itertools.product(range(n_topics), repeat=len(words)):
+        counts = np.bincount(topics, minlength=n_topics)
+        # p(z) = prod_k Gamma(alpha + N_k) / Gamma(alpha), up to a constant.
+        weight = np.exp(np.sum(gammaln(alpha + counts) - gammaln(alpha)))
+        weight *= np.prod(mean_beta[list(topics), words])
+        total += weight
+        weighted += weight * counts
+    return weighted / total
+
+
+def test_sampled_step_averages_to_the_posterior_topic_counts(kernel):
+    # Three topics that share words, and a document of four tokens whose
+    # posterior is spread over them: the mean of the kept sweeps'
+    # conditional distributions estimates the posterior mean of the
+    # document's topic counts, computed by enumerating all 81 assignments.
+    # One update's estimate varies by about 0.04 here; the mean of 100
+    # updates' by 0.004.
+    topic_word = np.array(
+        [[6.0, 3.0, 1.0, 0.5], [1.0, 4.0, 4.0, 1.0], [0.5, 1.0, 3.0, 6.0]]
+    )
+    words = np.array([0, 1, 1, 3])
+    alpha = 0.3
+    model = SmoothedLDA(
+        n_components=3,
+        doc_topic_prior=alpha,
+        local_step="gibbs",
+        max_doc_update_iter=2000,
+        random_state=0,
+    )
+    model.fit(sp.csr_matrix(np.ones((1, 4))))
+    model._natural = np.ascontiguousarray(topic_word.T)
+    model._topic_totals = topic_word.sum(axis=1)
+    document = sp.csr_matrix(np.bincount(words, minlength=4)[np.newaxis].astype(float))
+    estimates = [
+        update_statistic(model, document, draw=draw).sum(axis=1)
+        for draw in range(100)
+    ]
+    expected = exact_topic_counts(words, topic_word, alpha)
+    assert_allclose(np.mean(estimates, axis=0), expected, atol=0.015)
+    # Far from the CVB0 fixed point's counts on this document.
+    cvb0 = reference_collapsed_step(document, topic_word, alpha, 1000, 1e-12)[0][0]
+    assert np.abs(cvb0 - alpha - expected).max() > 0.05
+
+
+@pytest.mark.parametrize("scale", [1.0, 0.4, 2.7])
+def test_sampled_step_keeps_every_count(planted_corpus, kernel, scale):
+    # Each word's tokens (the last one weighing the fraction of a
+    # fractional count) add up to its count in the statistic, and the
+    # documents' topic counts to their lengths.
+    X = planted_corpus[0].astype(np.float64) * scale
+    model = fitted_model(X, local_step="gibbs")
+    statistic = update_statistic(model, X)
+    assert_allclose(statistic.sum(axis=0), np.asarray(X.sum(axis=0)).ravel())
+    local = model._fit_documents(
+        model._prepare_minibatch(X),
+        start_key=model._start_key(3),
+        index_words=True,
+        sample_counts=True,
+    )
+    lengths = np.asarray(X.sum(axis=1)).ravel()
+    assert_allclose(local.doc_topic.sum(axis=1) - 1.0, lengths)
+    # The assignments of the last sweep, whole tokens for whole counts.
+    assert_allclose(local.sampled_counts.sum(axis=1), lengths)
+    if scale == 1.0:
+        assert_array_equal(local.sampled_counts, np.round(local.sampled_counts))
+
+
+def test_sampled_step_samples_in_the_updates_only(planted_corpus):
+    # transform is deterministic: the CVB0 fixed point at the same topics.
+    X = planted_corpus[0].astype(np.float64)
+    sampled = fitted_model(X, local_step="gibbs")
+    collapsed = fitted_model(X, local_step="cvb0")
+    assert not np.allclose(sampled.components_, collapsed.components_)
+    collapsed._natural = sampled._natural
+    collapsed._topic_totals = sampled._topic_totals
+    assert_array_equal(sampled.transform(X), collapsed.transform(X))
+    assert sampled.score(X) == collapsed.score(X)
+
+
 def test_score_is_the_mean_field_bound_for_either_step(planted_corpus):
     X = planted_corpus[0].astype(np.float64)
     collapsed = fitted_model(X, local_step="cvb0")
@@ -274,7 +362,7 @@ def test_exp_digamma_accuracy(kernel):
     assert_allclose(computed, np.exp(digamma(x)), rtol=1e-11)
 
 
-@pytest.mark.parametrize("local_step", ["vb", "cvb0"])
+@pytest.mark.parametrize("local_step", ["vb", "cvb0", "gibbs"])
 def test_results_do_not_depend_on_n_jobs(planted_corpus, kernel, local_step):
     X = planted_corpus[0]
     reference = fitted_model(X, n_jobs=1, local_step=local_step)
@@ -401,13 +489,15 @@ def test_document_start_depends_on_key_and_document_only(kernel):
     assert not np.allclose(start(5), start(5, counts=np.array([1.0, 1.0, 2.0])))
 
 
+@pytest.mark.parametrize("local_step", ["cvb0", "gibbs"])
 def test_update_statistic_of_a_document_does_not_depend_on_its_minibatch(
-    planted_corpus, kernel
+    planted_corpus, kernel, local_step
 ):
-    # The start is drawn from the document's own stream, so a document's
-    # share of the statistic is the same alone and among others.
+    # The start, and the sampled step's draws, come from the document's own
+    # stream, so a document's share of the statistic is the same alone and
+    # among others.
     X = planted_corpus[0][:50].astype(np.float64)
-    model = fitted_model(X)
+    model = fitted_model(X, local_step=local_step)
     together = model._local_statistic(model._prepare_minibatch(X), draw=3)
     alone = sum(
         dense_statistic(

@@ -142,12 +142,13 @@ def planted_documents(alpha, eta, n_topics, n_features, n_documents, length, see
     return sp.csr_matrix(counts.astype(np.float64))
 
 
-@pytest.mark.parametrize("local_step", ["vb", "cvb0"])
+@pytest.mark.parametrize("local_step", ["vb", "cvb0", "gibbs"])
 def test_learned_alpha_recovers_the_planted_prior(local_step):
     # The collapsed step's expected counts look evenly mixed; its alpha step
     # uses counts drawn token by token (with the expected counts, alpha came
     # out at 0.275 here), at the documents' fixed points (after the few
-    # sweeps of max_doc_update_iter="auto", 0.37).
+    # sweeps of max_doc_update_iter="auto", 0.37). The sampled step uses
+    # the assignments of its last sweep.
     X = planted_documents(0.2, 0.05, 5, 300, 10_000, 30, seed=0)
     model = SmoothedLDA(
         n_components=5,
@@ -185,12 +186,17 @@ def test_learned_prior_with_the_collapsed_step_warns(planted_corpus, prior, mess
 def test_sampled_topic_counts_are_token_draws_from_the_responsibilities(
     planted_corpus, scale
 ):
-    # Each token's topic is drawn from its word's responsibilities: integer
-    # counts whose mean over draws is the expected counts N_d. A fractional
-    # count n_dw holds one more token with probability n_dw - floor(n_dw).
+    # Each token's topic is drawn from its word's CVB0 responsibilities:
+    # integer counts whose mean over draws is the expected counts N_d. A
+    # fractional count n_dw holds one more token with probability
+    # n_dw - floor(n_dw).
     X = sp.csr_matrix(planted_corpus[0][:20], dtype=np.float64) * scale
     model = SmoothedLDA(
-        n_components=4, doc_topic_prior="auto", max_iter=1, random_state=0
+        n_components=4,
+        doc_topic_prior="auto",
+        local_step="cvb0",
+        max_iter=1,
+        random_state=0,
     ).fit(planted_corpus[0])
     documents = model._prepare_minibatch(X)
     fits = [

@@ -3,8 +3,8 @@
 # _fast_avx512.pyx (AVX-512). Its C helpers are in _kernel.h, its parts by
 # concern in the files included below: the documents' starts and claiming
 # (shared), the minibatch's word index, the update's statistics, the
-# collapsed and mean-field fixed points, and the one driver that runs
-# either on the documents a thread claims.
+# collapsed and mean-field fixed points, the sampled step, and the one
+# driver that runs any of them on the documents a thread claims.
 
 from cython cimport floating
 from libc.float cimport DBL_EPSILON, FLT_EPSILON
@@ -33,5 +33,6 @@ include "_kernel_shared.pxi"
 include "_kernel_words.pxi"
 include "_kernel_statistics.pxi"
 include "_kernel_collapsed.pxi"
+include "_kernel_sampled.pxi"
 include "_kernel_mean_field.pxi"
 include "_kernel_driver.pxi"

@@ -1,9 +1,12 @@
 # The one driver of the local step: threads claim documents one at a time,
-# and each document is fitted by the mean-field or the collapsed fixed point.
+# and each document is fitted by the mean-field or the collapsed fixed point,
+# or by collapsed Gibbs sweeps.
 
 
 def infer_documents(
     bint collapsed,
+    double sample_below,
+    Py_ssize_t sampled_sweeps,
     const floating[:, ::1] word_topic,
     const Py_ssize_t[::1] words,
     const Py_ssize_t[::1] indptr,
@@ -47,10 +50,24 @@ def infer_documents(
     document starts from phi_dwk proportional to E[beta_kw] g_k, with g the
     start of the mean-field step.
 
+    The sampled step, which the collapsed step takes for documents below
+    ``sample_below`` tokens, runs ``sampled_sweeps`` collapsed Gibbs sweeps
+    over the document's tokens from assignments drawn with probability
+    proportional to E[beta_kw] g_k, with the same weights E[beta_kw] as the
+    CVB0 step; phi_dw is the mean of the conditional distributions of w's
+    tokens over the sweeps after the first half, which burn in
+    (``_sampled_chain``).
+
     Parameters
     ----------
     collapsed : bool
         The collapsed step, or the mean-field one.
+    sample_below : float
+        With ``collapsed``, documents of fewer tokens than this get the
+        sampled step instead of the CVB0 fixed point: 0 for none, infinity
+        for all.
+    sampled_sweeps : int
+        The sweeps of the sampled step, at least one.
     word_topic : ndarray of shape (n_words, n_topics)
         For the words present in the minibatch, one row per word: exp
         E[log beta] for the mean-field step, E[beta] for the collapsed one.
@@ -74,7 +91,8 @@ def infer_documents(
     sampled_counts : ndarray of shape (n_documents, n_topics) or (0, n_topics)
         Output of the collapsed step, unless it has no rows: each document's
         topic counts with every token's topic drawn from its final
-        responsibilities (``_sample_topic_counts``).
+        responsibilities (``_sample_topic_counts``); for the sampled step,
+        the counts of its last sweep.
     doc_topic_prior : ndarray of shape (n_topics,)
         alpha.
     max_iter : int
@@ -85,9 +103,9 @@ def infer_documents(
         For the collapsed step: with a positive value L, a document of n_d
         tokens gets at most 1 + floor(log2(n_d / L)) sweeps (one below 2 L
         tokens), and never more than ``max_iter``; 0 for ``max_iter`` sweeps
-        for every document. Unused by the mean-field step.
+        for every document. Unused by the mean-field and sampled steps.
     start_spread : float
-        Document d starts from gamma_dk = (alpha_k + n_d / n_topics)
+        A document that is not sampled starts from gamma_dk = (alpha_k + n_d / n_topics)
         exp(start_spread z_dk), with z_dk standard normal values from a
         stream numbered by ``start_key`` and the document's words and counts
         (``document_start``): a document's start depends on nothing else.
@@ -110,13 +128,13 @@ def infer_documents(
     )
     cdef Py_ssize_t n_padded = _round_up(n_topics, lanes)
     cdef Py_ssize_t longest = _longest_document(indptr)
-    cdef Py_ssize_t d, begin, n_words, n_rows, n_iter = 0
+    cdef Py_ssize_t d, k, begin, n_words, n_rows, n_iter = 0
     cdef double length
     cdef floating eps = FLT_EPSILON if floating is float else DBL_EPSILON
     cdef const floating* alpha = &doc_topic_prior[0]
     cdef unsigned int float_mode
     cdef unsigned long long stream
-    cdef bint allocated
+    cdef bint allocated, sampled
     # The mean-field step's buffers.
     cdef void* memory = NULL
     cdef double* work = NULL
@@ -130,7 +148,9 @@ def infer_documents(
     cdef double* proposal
     cdef double* previous_counts
     cdef floating* start = NULL
-    # Both steps'.
+    # The sampled step's topic of each token.
+    cdef int* topics = NULL
+    # Every step's.
     cdef floating* doc_counts
 
     if collapsed:
@@ -145,30 +165,53 @@ def infer_documents(
         )
     if not allocated:
         raise MemoryError()
+    if sample_below > 0.0:
+        topics = <int*> malloc(
+            max(_most_tokens(indptr, counts, sample_below), 1) * sizeof(int)
+        )
+        if topics == NULL:
+            free(phi)
+            free(start)
+            raise MemoryError()
     with nogil:
         float_mode = _flush_subnormals()
         while _claim_document(order, next_document, indptr, &d, &begin, &n_words):
             if collapsed:
+                # A sampled document starts from the symmetric point: its
+                # draws break the tie themselves.
+                sampled = _document_length(counts, begin, n_words) < sample_below
                 length = _start_document(
                     counts, words, indices, begin, n_words, alpha, n_topics,
-                    start_spread, start_key, doc_counts, start, &stream,
+                    0.0 if sampled else start_spread, start_key, doc_counts,
+                    start, &stream,
                 )
-                _start_responsibilities(
-                    &word_topic[0, 0], &indices[begin], n_words, n_topics,
-                    doc_counts, start, phi, topic_counts, proposal,
-                )
-                n_iter += _collapsed_fixed_point(
-                    &word_topic[0, 0], &indices[begin], n_words, n_topics,
-                    doc_counts, alpha, phi, topic_counts, proposal,
-                    previous_counts,
-                    _sweep_limit(length, max_iter, doubling_length),
-                    mean_change_tol,
-                )
+                if sampled:
+                    _sampled_chain(
+                        &word_topic[0, 0], &indices[begin], n_words, n_topics,
+                        doc_counts, alpha, start, sampled_sweeps, topics, phi,
+                        topic_counts, proposal, previous_counts, stream,
+                    )
+                    n_iter += sampled_sweeps
+                else:
+                    _start_responsibilities(
+                        &word_topic[0, 0], &indices[begin], n_words, n_topics,
+                        doc_counts, start, phi, topic_counts, proposal,
+                    )
+                    n_iter += _collapsed_fixed_point(
+                        &word_topic[0, 0], &indices[begin], n_words, n_topics,
+                        doc_counts, alpha, phi, topic_counts, proposal,
+                        previous_counts,
+                        _sweep_limit(length, max_iter, doubling_length),
+                        mean_change_tol,
+                    )
                 _write_collapsed(
                     d, begin, n_words, alpha, doc_counts, phi, topic_counts,
                     n_topics, doc_topic, responsibility,
                 )
-                if sampled_counts.shape[0] > 0:
+                if sampled_counts.shape[0] > 0 and sampled:
+                    for k in range(n_topics):
+                        sampled_counts[d, k] = <floating> previous_counts[k]
+                elif sampled_counts.shape[0] > 0:
                     _sample_topic_counts(
                         phi, doc_counts, n_words, n_topics, stream,
                         &sampled_counts[d, 0],
@@ -199,4 +242,5 @@ def infer_documents(
     free(work)
     free(phi)
     free(start)
+    free(topics)
     return n_iter

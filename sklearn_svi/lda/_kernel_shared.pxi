@@ -201,6 +201,18 @@ cdef inline bint _claim_document(
     return True
 
 
+cdef inline double _document_length(
+    const floating[::1] counts, Py_ssize_t begin, Py_ssize_t n_words
+) noexcept nogil:
+    """A document's number of tokens n_d: the sum of its counts, in the
+    order in which ``_start_document`` adds them."""
+    cdef Py_ssize_t j
+    cdef double length = 0.0
+    for j in range(n_words):
+        length += counts[begin + j]
+    return length
+
+
 cdef inline double _start_document(
     const floating[::1] counts,
     const Py_ssize_t[::1] words,

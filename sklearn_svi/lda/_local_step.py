@@ -154,6 +154,13 @@ class LocalStep:
         Collapsed step only: with a positive value L, a document of n_d
         tokens gets at most 1 + floor(log2(n_d / L)) sweeps, and never more
         than ``max_iter``.
+    sample_below : float, default=0.0
+        Collapsed step only: documents of fewer tokens than this get
+        ``sampled_sweeps`` collapsed Gibbs sweeps instead of the CVB0 fixed
+        point, their tokens' conditional distributions averaged over the
+        sweeps after the first half; 0 for none, ``np.inf`` for all.
+    sampled_sweeps : int, default=1
+        The sweeps of a sampled document.
     """
 
     doc_topic_prior: np.ndarray
@@ -161,6 +168,8 @@ class LocalStep:
     tol: float
     collapsed: bool
     doubling_length: float = 0.0
+    sample_below: float = 0.0
+    sampled_sweeps: int = 1
 
     def fit(
         self,
@@ -201,9 +210,10 @@ class LocalStep:
             The vocabulary indices of the rows of ``natural``, sorted, when
             it holds only some words (those of the documents at least).
         sample_counts : bool, default=False
-            Collapsed step only: also draw each document's integer topic
+            Collapsed steps only: also draw each document's integer topic
             counts from its final responsibilities, with the random numbers
-            of its start's stream.
+            of its start's stream (the sampled step: the counts of its last
+            sweep).
 
         Returns
         -------
@@ -237,7 +247,7 @@ class LocalStep:
         exp_doc_topic = none if collapsed else np.empty_like(doc_topic)
         count_ratio = none.ravel() if collapsed else np.empty_like(documents.counts)
         _run_documents(
-            collapsed,
+            (collapsed, float(self.sample_below), self.sampled_sweeps),
             word_topic,
             documents,
             doc_topic,
@@ -300,19 +310,20 @@ def _word_topic(documents, natural, rows, topic_totals, collapsed, index_words):
     return word_topic, results[0] if index_words else None
 
 
-def _run_documents(collapsed, word_topic, documents, *arguments):
+def _run_documents(step, word_topic, documents, *arguments):
     """Run the kernel's local step (``infer_documents``) on every document,
     on every thread.
 
-    ``arguments`` are the kernel's arguments after the documents: its
-    outputs and settings. Each thread takes documents one at a time from a
+    ``step`` is the kernel's first arguments, which choose the step
+    (collapsed, sample_below, sampled_sweeps); ``arguments`` are its
+    arguments after the documents: its outputs and settings. Each thread takes documents one at a time from a
     shared counter, the longest first, so that no thread is left alone with
     a long one at the end of the minibatch.
     """
     longest_first = np.argsort(-np.diff(documents.indptr), kind="stable")
     next_document = np.zeros(1, dtype=np.intp)
     shared = (
-        collapsed,
+        *step,
         word_topic,
         documents.words,
         documents.indptr,

@@ -75,13 +75,26 @@ SWEEP_DOUBLING_LENGTH = 32
 updates gets one sweep below twice this many tokens, and one more per
 doubling of its length."""
 
+SAMPLED_SWEEPS = 4
+"""Under ``max_doc_update_iter="auto"``, the sweeps of a sampled document in
+the updates: two to burn in, two averaged."""
+
+SAMPLE_BELOW = {
+    "vb": 0.0,
+    "cvb0": 0.0,
+    "gibbs": np.inf,
+    "auto": 2 * SWEEP_DOUBLING_LENGTH,
+}
+"""The documents that each ``local_step`` samples in the updates: those of
+fewer tokens than this."""
+
 
 # The LDA estimators' own parameters and their defaults.
 LDA_PARAMETERS = dict(
     n_components=10,
     doc_topic_prior=None,
     topic_word_prior=None,
-    local_step="cvb0",
+    local_step="auto",
     max_doc_update_iter="auto",
     mean_change_tol=1e-3,
     scoring=None,
@@ -115,7 +128,7 @@ class _OnlineLDA(
             Interval(Real, 0, None, closed="neither"),
             StrOptions({"auto"}),
         ],
-        "local_step": [StrOptions({"vb", "cvb0"})],
+        "local_step": [StrOptions({"vb", "cvb0", "gibbs", "auto"})],
         "max_doc_update_iter": [
             Interval(Integral, 1, None, closed="left"),
             StrOptions({"auto"}),
@@ -191,7 +204,7 @@ class _OnlineLDA(
         return np.ascontiguousarray(topic_word.T, dtype=X.dtype)
 
     def _initialize_online(self, X, n_total, mechanisms):
-        if self.local_step == "cvb0":
+        if self.local_step != "vb":
             self._warn_learned_priors_of_collapsed_step()
         self.doc_topic_prior_ = np.full(
             self.n_components, self._initial_prior(self.doc_topic_prior)
@@ -204,8 +217,8 @@ class _OnlineLDA(
         """Warn about the learned priors that cost the collapsed step."""
         if self.doc_topic_prior == "auto":
             warnings.warn(
-                'doc_topic_prior="auto" with local_step="cvb0" lowers the '
-                "held-out fit: on two corpora of short texts it was 0.15 to "
+                f'doc_topic_prior="auto" with local_step="{self.local_step}" '
+                "lowers the held-out fit: on two corpora of short texts it was 0.15 to "
                 "0.18 nats per word below a fixed alpha = 1/K, and it was "
                 "never above it. alpha itself is learned without bias; pass a "
                 "fixed doc_topic_prior for the best topics.",
@@ -214,8 +227,8 @@ class _OnlineLDA(
             )
         if self.topic_word_prior == "auto":
             warnings.warn(
-                'topic_word_prior="auto" with local_step="cvb0" overestimates '
-                "eta: on documents drawn with eta=0.05 it learned 0.13 to "
+                f'topic_word_prior="auto" with local_step="{self.local_step}" '
+                "overestimates eta: on documents drawn with eta=0.05 it learned 0.13 to "
                 "0.17 (0.08 with the mean-field step). Pass a fixed "
                 'topic_word_prior, or use local_step="vb" to learn it.',
                 UserWarning,
@@ -309,8 +322,9 @@ class _OnlineLDA(
         return projected
 
     def _document_iterations(self, collapsed, in_update):
-        """The most iterations of a document's fixed point, and the length
-        of the collapsed step's limit by the document's length (0 for none).
+        """The most iterations of a document's fixed point, the length of
+        the collapsed step's limit by the document's length (0 for none),
+        and the sweeps of a sampled document.
 
         ``max_doc_update_iter="auto"`` gives the collapsed step in the updates
         one sweep for a document below ``2 * SWEEP_DOUBLING_LENGTH`` tokens
@@ -320,13 +334,14 @@ class _OnlineLDA(
         "auto" is ``AUTO_MAX_ITER``, and so it is when alpha is learned: its
         step needs the responsibilities at the document's fixed point (a
         few sweeps from the random start leave them spread over the topics,
-        and alpha comes out about twice too large).
+        and alpha comes out about twice too large). A sampled document's
+        "auto" is ``SAMPLED_SWEEPS``.
         """
         if self.max_doc_update_iter != "auto":
-            return self.max_doc_update_iter, 0.0
+            return self.max_doc_update_iter, 0.0, self.max_doc_update_iter
         if collapsed and in_update and self.doc_topic_prior != "auto":
-            return AUTO_MAX_ITER, SWEEP_DOUBLING_LENGTH
-        return AUTO_MAX_ITER, 0.0
+            return AUTO_MAX_ITER, SWEEP_DOUBLING_LENGTH, SAMPLED_SWEEPS
+        return AUTO_MAX_ITER, 0.0, SAMPLED_SWEEPS
 
     def _fit_documents(
         self,
@@ -340,12 +355,15 @@ class _OnlineLDA(
 
         The step is the collapsed one if ``collapsed`` says so, or by default
         if ``local_step`` does; ``sample_counts`` applies to the collapsed
-        step only.
+        step only. Documents are sampled (``SAMPLE_BELOW``) in the updates
+        (with a ``start_key``) only: elsewhere, where the result must be
+        deterministic, every collapsed step is the CVB0 fixed point.
         """
         if collapsed is None:
-            collapsed = self.local_step == "cvb0"
-        max_iter, doubling_length = self._document_iterations(
-            collapsed, in_update=start_key is not None
+            collapsed = self.local_step != "vb"
+        in_update = start_key is not None
+        max_iter, doubling_length, sampled_sweeps = self._document_iterations(
+            collapsed, in_update
         )
         step = LocalStep(
             self.doc_topic_prior_,
@@ -353,6 +371,8 @@ class _OnlineLDA(
             self.mean_change_tol,
             collapsed,
             doubling_length,
+            SAMPLE_BELOW[self.local_step] if collapsed and in_update else 0.0,
+            sampled_sweeps,
         )
         return step.fit(
             documents,
