@@ -290,7 +290,12 @@ def gibbs_sweeps():
 
 MODELS = {
     "plain": "SmoothedLDA() default, plain SVI (L=1)",
-    "scikit-learn-decay": "SmoothedLDA(learning_decay=0.7), scikit-learn's schedule",
+    "cvb0": 'SmoothedLDA(local_step="cvb0"), every document by CVB0',
+    "gibbs": 'SmoothedLDA(local_step="gibbs"), every document sampled',
+    "scikit-learn-decay": (
+        'SmoothedLDA(local_step="cvb0", learning_decay=0.7), '
+        "scikit-learn's schedule"
+    ),
     "window": "SmoothedLDA(L=10)",
     "filtered": "FilteredLDA() default",
     "annealed": "AnnealedLDA() default",
@@ -317,8 +322,10 @@ def online_model(name, X_train, n_components, batch_size, seed):
     )
     if name == "plain":
         return SmoothedLDA(**common)
+    if name in ("cvb0", "gibbs"):
+        return SmoothedLDA(local_step=name, **common)
     if name == "scikit-learn-decay":
-        return SmoothedLDA(learning_decay=0.7, **common)
+        return SmoothedLDA(local_step="cvb0", learning_decay=0.7, **common)
     if name == "window":
         return SmoothedLDA(L=10, **common)
     if name == "filtered":
@@ -329,7 +336,9 @@ def online_model(name, X_train, n_components, batch_size, seed):
         return SmoothedLDA(L=1, doc_topic_prior="auto", **common)
     if name == "batch":
         return SmoothedLDA(
-            **dict(common, batch_size=X_train.shape[0]), learning_rate=1.0
+            **dict(common, batch_size=X_train.shape[0]),
+            learning_rate=1.0,
+            local_step="cvb0",
         )
     if name == "scikit-learn":
         return LatentDirichletAllocation(learning_method="online", **common)
