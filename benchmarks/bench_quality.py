@@ -293,8 +293,7 @@ MODELS = {
     "cvb0": 'SmoothedLDA(local_step="cvb0"), every document by CVB0',
     "gibbs": 'SmoothedLDA(local_step="gibbs"), every document sampled',
     "scikit-learn-decay": (
-        'SmoothedLDA(local_step="cvb0", learning_decay=0.7), '
-        "scikit-learn's schedule"
+        'SmoothedLDA(local_step="cvb0", learning_decay=0.7), scikit-learn\'s schedule'
     ),
     "window": "SmoothedLDA(L=10)",
     "filtered": "FilteredLDA() default",

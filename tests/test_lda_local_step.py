@@ -269,8 +269,7 @@ def test_sampled_step_averages_to_the_posterior_topic_counts(kernel):
     model._topic_totals = topic_word.sum(axis=1)
     document = sp.csr_matrix(np.bincount(words, minlength=4)[np.newaxis].astype(float))
     estimates = [
-        update_statistic(model, document, draw=draw).sum(axis=1)
-        for draw in range(100)
+        update_statistic(model, document, draw=draw).sum(axis=1) for draw in range(100)
     ]
     expected = exact_topic_counts(words, topic_word, alpha)
     assert_allclose(np.mean(estimates, axis=0), expected, atol=0.015)

@@ -316,9 +316,10 @@ def _run_documents(step, word_topic, documents, *arguments):
 
     ``step`` is the kernel's first arguments, which choose the step
     (collapsed, sample_below, sampled_sweeps); ``arguments`` are its
-    arguments after the documents: its outputs and settings. Each thread takes documents one at a time from a
-    shared counter, the longest first, so that no thread is left alone with
-    a long one at the end of the minibatch.
+    arguments after the documents: its outputs and settings. Each thread
+    takes documents one at a time from a shared counter, the longest first,
+    so that no thread is left alone with a long one at the end of the
+    minibatch.
     """
     longest_first = np.argsort(-np.diff(documents.indptr), kind="stable")
     next_document = np.zeros(1, dtype=np.intp)

@@ -228,8 +228,8 @@ class _OnlineLDA(
         if self.topic_word_prior == "auto":
             warnings.warn(
                 f'topic_word_prior="auto" with local_step="{self.local_step}" '
-                "overestimates eta: on documents drawn with eta=0.05 it learned 0.13 to "
-                "0.17 (0.08 with the mean-field step). Pass a fixed "
+                "overestimates eta: on documents drawn with eta=0.05 it learned "
+                "0.13 to 0.17 (0.08 with the mean-field step). Pass a fixed "
                 'topic_word_prior, or use local_step="vb" to learn it.',
                 UserWarning,
                 stacklevel=2,
