@@ -86,13 +86,55 @@ def test_planted_factors_predict_held_out_ratings():
     )
 
 
+def test_learned_noise_variance_biases_and_their_precisions_match_the_truth():
+    """Ratings drawn from the model with biases: empirical Bayes recovers the
+    noise variance within 10% and the biases' prior precision within 20%,
+    and the items' biases follow the planted ones."""
+    rng = np.random.RandomState(0)
+    n_users, n_items, rank = 600, 80, 3
+    users = rng.normal(size=(n_users, rank))
+    items = rng.normal(size=(n_items, rank))
+    user_biases = rng.normal(scale=0.5, size=n_users)
+    item_biases = rng.normal(scale=0.5, size=n_items)
+    noise_variance = 0.25
+    mask = rng.rand(n_users, n_items) < 0.3
+    means = users @ items.T + user_biases[:, None] + item_biases + 3.0
+    values = means + np.sqrt(noise_variance) * rng.normal(size=mask.shape)
+    rows, columns = np.nonzero(mask)
+    X = sp.csr_matrix((values[mask], (rows, columns)), shape=mask.shape)
+    model = SVIMatrixFactorization(max_iter=10, **PARAMS).fit(X)
+    assert model.noise_variance_ == pytest.approx(noise_variance, rel=0.1)
+    bias_precision = 1 / 0.5**2
+    assert model.user_prior_precision_[-1] == pytest.approx(bias_precision, rel=0.2)
+    assert model.item_prior_precision_[-1] == pytest.approx(bias_precision, rel=0.2)
+    assert np.corrcoef(model.item_biases_, item_biases)[0, 1] > 0.95
+
+
+def test_annealed_updates_hold_the_learned_hyperparameters():
+    """SVI+'s weights perturb the items by design: while they are drawn, the
+    noise variance and the precisions stay at their start."""
+    X = planted_ratings()
+    annealed = SVIMatrixFactorization(M=10, max_iter=3, **PARAMS).fit(X)
+    start = np.mean((X.data - X.data.mean()) ** 2)
+    assert annealed.noise_variance_ == pytest.approx(start, rel=1e-12)
+    assert_array_equal(annealed.item_prior_precision_, 1.0)
+    assert_array_equal(annealed.user_prior_precision_, 1.0)
+    plain = SVIMatrixFactorization(max_iter=3, **PARAMS).fit(X)
+    assert plain.noise_variance_ < 0.5 * start
+
+
 def test_transform_gives_user_factors_and_a_user_without_ratings_the_prior():
+    # A user without ratings keeps the prior: factor and bias 0, so its
+    # predicted ratings are the offset plus the items' biases.
     X = planted_ratings()
     model = SVIMatrixFactorization(**PARAMS).fit(X)
     empty = sp.csr_matrix((2, X.shape[1]))
     assert_array_equal(model.transform(empty), 0.0)
     assert model.transform(X).shape == (X.shape[0], 3)
-    assert_allclose(model.predict_ratings(empty), model.rating_offset_)
+    assert_allclose(
+        model.predict_ratings(empty),
+        np.tile(model.rating_offset_ + model.item_biases_, (2, 1)),
+    )
 
 
 def test_an_item_never_rated_stays_at_the_prior():
@@ -104,7 +146,12 @@ def test_an_item_never_rated_stays_at_the_prior():
         learning_rate=1.0, max_iter=3, **{**PARAMS, "batch_size": X.shape[0]}
     ).fit(X)
     assert_allclose(model.components_[:, 5], 0.0, atol=1e-12)
-    assert_allclose(model.component_covariances_[5], np.eye(3), atol=1e-12)
+    assert_allclose(model.item_biases_[5], 0.0, atol=1e-12)
+    assert_allclose(
+        model.component_covariances_[5],
+        np.diag(1 / model.item_prior_precision_[:3]),
+        atol=1e-12,
+    )
 
 
 def test_explicit_zeros_are_ratings():
@@ -145,8 +192,8 @@ def test_resuming_from_a_pickle_and_any_n_jobs_give_the_same_model(params):
 def test_annealing_projects_the_precisions_back():
     X = planted_ratings()
     model = SVIMatrixFactorization(M=2, learning_rate=0.9, **PARAMS).fit(X)
-    rank = 3
-    excess = model._natural[:, rank:].reshape(-1, rank, rank)
+    side = 4  # the factor and the bias
+    excess = model._natural[:, side:].reshape(-1, side, side)
     assert model.n_projected_ > 0
     assert np.linalg.eigvalsh(excess).min() >= -1e-10
 

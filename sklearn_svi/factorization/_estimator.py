@@ -5,7 +5,7 @@ from numbers import Real
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._mechanisms._docstrings import mechanism_parameters
 from .._parameters import CALLBACK_PARAMETER, estimator_init
@@ -16,6 +16,11 @@ from ._model import _OnlineMatrixFactorization
 _SCORE_SPLIT_SEED = 0
 
 
+def _side_dimension(model):
+    """The number of values of a user's posterior mean: factor and bias."""
+    return model._side_dimension
+
+
 class SVIMatrixFactorization(
     ClassNamePrefixFeaturesOutMixin, TransformerMixin, _OnlineMatrixFactorization
 ):
@@ -24,10 +29,14 @@ class SVIMatrixFactorization(
     Users are rows and items columns of a sparse matrix whose stored entries
     are the observed ratings (an explicit zero is a rating of 0; a dense
     array has every rating observed). Each rating is
-    ``y_ij ~ N(u_i^T v_j + o, noise_variance)`` with Gaussian priors
-    ``N(0, I / prior_precision)`` on the user factors u_i and the item
-    factors v_j, and the offset o (``rating_offset``). The variational
-    posteriors are Gaussians with full covariances. The users are fitted
+    ``y_ij ~ N(u_i^T v_j + a_i + b_j + o, s2)`` with the user and item
+    factors u_i and v_j, the user and item biases a_i and b_j (with
+    ``biases``), the offset o (``rating_offset``) and the noise variance s2,
+    and Gaussian priors of zero mean on the factors and biases. By default
+    s2 and the priors' precisions, one per dimension and side, are learned
+    by empirical Bayes in the updates. The variational posteriors are
+    Gaussians with full covariances over each user's and each item's factor
+    and bias. The users are fitted
     exactly in each minibatch; the items' natural parameters are moved by the
     shared online update, with the package's three mechanisms: smoothed
     statistics over the last ``L`` minibatches (Mandt & Blei 2014), the
@@ -45,11 +54,25 @@ class SVIMatrixFactorization(
     ----------
     n_components : int, default=10
         The rank d: the dimension of the user and item factors.
-    prior_precision : float, default=1.0
-        c, the precision of the factors' Gaussian priors.
-    noise_variance : float, default=0.5
-        The variance of a rating around u_i^T v_j + o (Paisley et al. use
-        1/2 on MovieLens).
+    prior_precision : float or "auto", default="auto"
+        The precision of the Gaussian priors of the factors and biases. A
+        float is the same for every coordinate of both sides (c of the
+        papers). ``"auto"`` learns one precision for each dimension of the
+        users' factors and their bias, and one for each of the items', by
+        empirical Bayes: after every update that is not annealed (see
+        ``M``), each moves a step of the update's size toward 1 / E[w_k^2],
+        the mean over the minibatch's users (over all items for the items),
+        which maximises the bound given the posteriors; it starts at 1.
+    noise_variance : float or "auto", default="auto"
+        s2, the variance of a rating around its mean (Paisley et al. use
+        1/2 on MovieLens). ``"auto"`` starts at the variance of the first
+        training ratings around the offset and learns it by empirical
+        Bayes: after every update that is not annealed it moves a step of
+        the update's size toward the minibatch's mean expected squared
+        residual per rating, E[(y_ij - mean)^2], which maximises the bound
+        given the posteriors.
+    biases : bool, default=True
+        Whether the model has a bias per user and per item.
     rating_offset : float, default=None
         o, added to every predicted rating. None means the mean of the first
         training ratings; 0 is the model without offset.
@@ -86,8 +109,18 @@ class SVIMatrixFactorization(
     component_covariances_ : ndarray of shape (n_features, n_components, \
 n_components)
         S_j, the posterior covariance of each item's factor.
+    item_biases_ : ndarray of shape (n_features,)
+        The posterior mean of each item's bias b_j; empty without
+        ``biases``.
     rating_offset_ : float
         The offset o in use.
+    noise_variance_ : float
+        s2 in use: learned, or ``noise_variance``.
+    user_prior_precision_, item_prior_precision_ : ndarray of shape \
+(n_components + biases,)
+        The precisions of the priors of each dimension of the users' and of
+        the items' factors, then of their biases: learned, or
+        ``prior_precision``.
     n_iter_ : int
         Number of passes made.
     n_batch_iter_ : int
@@ -143,8 +176,15 @@ n_components)
 
     _parameter_constraints: dict = {
         **_OnlineMatrixFactorization._shared_parameter_constraints,
-        "prior_precision": [Interval(Real, 0, None, closed="neither")],
-        "noise_variance": [Interval(Real, 0, None, closed="neither")],
+        "prior_precision": [
+            Interval(Real, 0, None, closed="neither"),
+            StrOptions({"auto"}),
+        ],
+        "noise_variance": [
+            Interval(Real, 0, None, closed="neither"),
+            StrOptions({"auto"}),
+        ],
+        "biases": ["boolean"],
         "rating_offset": [None, Real],
         "tol": [Interval(Real, 0, None, closed="left")],
     }
@@ -152,8 +192,9 @@ n_components)
     __init__ = estimator_init(
         dict(
             n_components=10,
-            prior_precision=1.0,
-            noise_variance=0.5,
+            prior_precision="auto",
+            noise_variance="auto",
+            biases=True,
             rating_offset=None,
             tol=1e-3,
         ),
@@ -181,14 +222,15 @@ n_components)
             for a Dask array, and a bag of each partition's rows for a bag.
         """
         X = self._check_fitted_data(X)
-        return self._user_posteriors(X)[0].astype(X.dtype, copy=False)
+        means = self._user_posteriors(X)[0][:, : self.n_components]
+        return means.astype(X.dtype, copy=False)
 
     @rowwise(n_columns=features_in, dtype=np.float64)
     def predict_ratings(self, X):
         """Expected ratings of every item by each user of X.
 
-        The users' factors are fitted to their ratings in X; the expected
-        rating of item j is mu_i^T m_j + o.
+        The users' factors and biases are fitted to their ratings in X; the
+        expected rating of item j is mu_i^T m_j + E[a_i] + E[b_j] + o.
 
         Parameters
         ----------
@@ -205,7 +247,8 @@ n_components)
         """
         X = self._check_fitted_data(X)
         means = self._user_posteriors(X)[0]
-        return means @ self.components_.astype(np.float64) + self.rating_offset_
+        items = self._items
+        return means @ items.f_mean.T + items.g_mean + self.rating_offset_
 
     def predict_pairs(self, X, users, items):
         """Expected ratings of given (user, item) pairs.
@@ -241,9 +284,9 @@ n_components)
             )
         return self._predict_entries(means, users, items)
 
-    @rowwise(n_columns=features_out, dtype=np.float64)
+    @rowwise(n_columns=_side_dimension, dtype=np.float64)
     def _user_means(self, X):
-        """mu_i of each user of X validated, in float64."""
+        """mu_i of each user of X validated, factor and bias, in float64."""
         return self._user_posteriors(self._check_fitted_data(X))[0]
 
     def score(self, X, y=None):

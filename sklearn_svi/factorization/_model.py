@@ -1,25 +1,43 @@
 """Bayesian matrix factorization as a model of the shared online update.
 
 The model of probabilistic matrix factorization with Gaussian priors
-(Salakhutdinov & Mnih 2008; Paisley, Fazelnia & Barr, Example 1): for users
-i (rows), items j (columns) and observed ratings y_ij,
+(Salakhutdinov & Mnih 2008; Paisley, Fazelnia & Barr, Example 1), with the
+user and item biases of Koren, Bell & Volinsky (2009): for users i (rows),
+items j (columns) and observed ratings y_ij,
 
-    u_i ~ N(0, c^-1 I),   v_j ~ N(0, c^-1 I),   y_ij ~ N(u_i^T v_j + o, s2),
+    y_ij ~ N(u_i^T v_j + a_i + b_j + o, s2),
+    u_ik ~ N(0, 1 / c_k),  a_i ~ N(0, 1 / c_a),
+    v_jk ~ N(0, 1 / e_k),  b_j ~ N(0, 1 / e_b),
 
-with the rating offset o. The variational family is q(u_i) = N(mu_i, Sigma_i)
-and q(v_j) = N(m_j, S_j), full covariances. The users are the local
-variables, fitted per minibatch; the items are the global ones. Given the
-users, the optimal q(v_j) has the natural parameters (precision P_j and
+with the rating offset o. Each side's random vector is w = (factor, bias),
+of dimension D = d + 1 (w = factor, D = d, without biases). A rating is
+then w_i^T f(w_j) + g(w_j) + o, where for the other side's w' = (x', beta')
+
+    f(w') = (x', 1),   g(w') = beta'       (without biases: f(w') = x', g = 0),
+
+and the same with the sides swapped: the model is symmetric in users and
+items. The variational family is q(w_i) = N(mu_i, Sigma_i) and
+q(w_j) = N(m_j, S_j), full covariances. The users are the local variables,
+fitted per minibatch; the items are the global ones. Given the users, the
+optimal q(w_j) has the natural parameters (precision P_j and
 precision-weighted mean h_j = P_j m_j)
 
-    P_j = c I + s2^-1 sum_{i rated j} E[u_i u_i^T],
-    h_j =       s2^-1 sum_{i rated j} (y_ij - o) E[u_i],
+    P_j = E + s2^-1 sum_{i rated j} E[f_i f_i^T],
+    h_j =     s2^-1 sum_{i rated j} ((y_ij - o) E[f_i] - E[g_i f_i]),
 
-eta plus a sum of per-user statistics, so the shared online update moves
-them. lambda has one row per item: h_j, then P_j - c I row by row (d + d^2
-values). It is stored minus its prior eta = (0, c I), so that the update's
-prior is 0 on every row; an item that a minibatch does not rate moves toward
-the prior alone.
+with E = diag(e), f_i = f(w_i), g_i = g(w_i): the prior plus s2^-1 times a
+sum of per-user statistics, which the shared online update moves. lambda
+has one row per item: those sums, h_j then P_j row by row (D + D^2 values),
+without the prior and the factor s2^-1, which enter when the items'
+posteriors are formed; so the update's prior is 0 on every row, an item
+that a minibatch does not rate moves toward the prior alone, and a learned
+s2 or prior applies to all of lambda at once.
+
+The noise variance and the prior precisions can be learned by empirical
+Bayes (as Lim & Teh 2007 do in batch): each is the maximiser of the ELBO
+given the posteriors, s2 = E[sum r_ij^2] / n_ratings with r_ij the rating's
+residual, and 1 / c_k = E[u_ik^2] over the users (likewise for the items),
+estimated on each minibatch and moved by the update's own step size.
 """
 
 import numpy as np
@@ -36,10 +54,21 @@ from .._validation import LISTED_ROWS, listed_rows, rows_of_entries
 # statistics are added in order, so the result does not depend on n_jobs.
 _LOCAL_BLOCK_SIZE = 4096
 
+# A learned prior precision starts here, and a learned noise variance at
+# the variance of the first training ratings around the offset.
+_INITIAL_PRIOR_PRECISION = 1.0
+
 
 def _observed(X):
     """The pattern of X's stored entries as a CSR matrix of ones."""
     return sp.csr_matrix((np.ones_like(X.data), X.indices, X.indptr), shape=X.shape)
+
+
+def _residuals(X, offset):
+    """X with the offset subtracted from its stored entries, in float64."""
+    residuals = X.astype(np.float64)
+    residuals.data -= offset
+    return residuals
 
 
 def _symmetric(matrices):
@@ -47,30 +76,137 @@ def _symmetric(matrices):
     return 0.5 * (matrices + np.swapaxes(matrices, -1, -2))
 
 
-def _gaussian_divergence(means, covariances, precision):
-    """KL(N(mean, covariance) || N(0, I / precision)) of each row, summed.
+def _gaussians(precisions, linear):
+    """Means and covariances of Gaussians given by their natural parameters.
 
-    KL = (c tr(S) + c m^T m - d - log det(c S)) / 2 for each Gaussian.
+    S = P^-1 (by Cholesky factors, which fail for a P that is not positive
+    definite) and m = S h, for stacks of P and h.
     """
-    dimension = means.shape[-1]
+    cholesky = np.linalg.cholesky(precisions)
+    inverse_factors = np.linalg.inv(cholesky)
+    covariances = np.swapaxes(inverse_factors, -1, -2) @ inverse_factors
+    means = np.einsum("nab,nb->na", covariances, linear)
+    return means, covariances
+
+
+def _second_moments(means, covariances):
+    """E[w w^T] = S + m m^T of each Gaussian of a stack, exactly symmetric."""
+    return _symmetric(covariances + means[:, :, np.newaxis] * means[:, np.newaxis, :])
+
+
+def _gaussian_divergence(means, covariances, precision):
+    """KL(N(m, S) || N(0, diag(c)^-1)) of each row, summed.
+
+    KL = (tr(C S) + m^T C m - D - log det S - sum_k log c_k) / 2 for each
+    Gaussian, with C = diag(c).
+    """
     _, log_det = np.linalg.slogdet(covariances)
-    trace = np.trace(covariances, axis1=-2, axis2=-1)
+    diagonal = np.diagonal(covariances, axis1=-2, axis2=-1)
     return 0.5 * float(
-        np.sum(
-            precision * (trace + np.sum(means**2, axis=-1))
-            - dimension
-            - log_det
-            - dimension * np.log(precision)
-        )
+        np.sum((diagonal + means**2) @ precision)
+        - len(means) * (means.shape[-1] + np.sum(np.log(precision)))
+        - np.sum(log_det)
     )
+
+
+class _Pairing:
+    """What one side's posteriors give the other side: the moments of f(w)
+    and g(w) (see the module's docstring) for each of its members.
+
+    Attributes
+    ----------
+    f_mean : ndarray of shape (n, D)
+        E[f].
+    f_second : ndarray of shape (n, D * D)
+        E[f f^T], row by row.
+    gf : ndarray of shape (n, D)
+        E[g f].
+    g_mean, g_square : ndarray of shape (n,)
+        E[g] and E[g^2].
+    """
+
+    def __init__(self, means, second, biases):
+        if biases:
+            factors = means[:, :-1]
+            n, D = means.shape
+            f_second = np.empty((n, D, D))
+            f_second[:, :-1, :-1] = second[:, :-1, :-1]
+            f_second[:, :-1, -1] = factors
+            f_second[:, -1, :-1] = factors
+            f_second[:, -1, -1] = 1.0
+            self.f_mean = np.concatenate([factors, np.ones((n, 1))], axis=1)
+            self.gf = np.concatenate([second[:, -1, :-1], means[:, -1:]], axis=1)
+            self.g_mean = means[:, -1]
+            self.g_square = second[:, -1, -1]
+        else:
+            n, D = means.shape
+            f_second = second
+            self.f_mean = means
+            self.gf = np.zeros_like(means)
+            self.g_mean = self.g_square = np.zeros(n)
+        self.f_second = f_second.reshape(n, D * D)
+
+
+class _Users:
+    """The users' posteriors given the items, and their sums over each
+    user's ratings that the statistic, the bound and empirical Bayes read.
+
+    Parameters
+    ----------
+    X : scipy.sparse.csr_matrix
+        The users' ratings.
+    offset : float
+        o.
+    items : _Pairing
+        The items' moments.
+    prior_precision : ndarray of shape (D,)
+        The users' prior precisions, c then c_a.
+    noise_variance : float
+        s2.
+    """
+
+    def __init__(self, X, offset, items, prior_precision, noise_variance):
+        n_users, D = X.shape[0], len(prior_precision)
+        observed = _observed(X).astype(np.float64)
+        residuals = _residuals(X, offset)
+        self.observed, self.residuals = observed, residuals
+        # sum_j E[f_j f_j^T], sum_j ((y_ij - o) E[f_j] - E[g_j f_j])
+        self.f_second_sum = observed @ items.f_second
+        self.linear = residuals @ items.f_mean - observed @ items.gf
+        precisions = self.f_second_sum.reshape(n_users, D, D) / noise_variance
+        precisions += np.diag(prior_precision)
+        self.means, self.covariances = _gaussians(
+            precisions, self.linear / noise_variance
+        )
+        self.second = _second_moments(self.means, self.covariances)
+        self.items = items
+
+    def squared_errors(self):
+        """sum_j E[r_ij^2] over each user's ratings, with the residual
+        r_ij = y_ij - o - w_i^T f_j - g_j:
+
+        (y - o)^2 - 2 (y - o) (mu_i^T E[f_j] + E[g_j]) + tr(E[w_i w_i^T]
+        E[f_j f_j^T]) + 2 mu_i^T E[g_j f_j] + E[g_j^2].
+        """
+        residuals, observed, items = self.residuals, self.observed, self.items
+        squares = residuals.multiply(residuals).sum(axis=1).A1
+        n_users = len(self.means)
+        return (
+            squares
+            - 2 * np.sum(self.means * (residuals @ items.f_mean), axis=1)
+            - 2 * residuals @ items.g_mean
+            + np.sum(self.second.reshape(n_users, -1) * self.f_second_sum, axis=1)
+            + 2 * np.sum(self.means * (observed @ items.gf), axis=1)
+            + observed @ items.g_square
+        )
 
 
 class _OnlineMatrixFactorization(OnlineUpdateMixin, BaseEstimator):
     """Bayesian matrix factorization as a model of the shared online update.
 
-    Its validation, natural parameters, local step, projection, bound and
-    derived attributes; :class:`SVIMatrixFactorization` adds the parameters
-    and the public methods.
+    Its validation, natural parameters, local step, projection, empirical
+    Bayes, bound and derived attributes; :class:`SVIMatrixFactorization`
+    adds the parameters and the public methods.
     """
 
     # -- validation ----------------------------------------------------------------
@@ -102,48 +238,89 @@ class _OnlineMatrixFactorization(OnlineUpdateMixin, BaseEstimator):
     def _check_training_data(self, X, reset, dtype=None):
         return self._check_ratings(X, reset, dtype)
 
-    # -- natural parameters ---------------------------------------------------------
+    # -- natural parameters and hyperparameters ------------------------------------
+
+    @property
+    def _side_dimension(self):
+        """D: the factor, and the bias with ``biases``."""
+        return self.n_components + bool(self.biases)
 
     def _initial_natural(self, X, n_total, random_state):
-        """Item means drawn from N(0, I / d) with the prior's precision c I.
+        """Item factor means drawn from N(0, I / d), biases 0, with the
+        prior's precision.
 
-        The random means break the symmetry between the d dimensions.
+        The random means break the symmetry between the d dimensions. The
+        stored precision is 0 and the stored h_j = s2 E m_j, so that
+        P_j = E and m_j = P_j^-1 s2^-1 h_j is the draw.
         """
-        n_items, rank = X.shape[1], self.n_components
+        n_items, rank, D = X.shape[1], self.n_components, self._side_dimension
         if self.rating_offset is None:
             self.rating_offset_ = float(X.data.mean()) if X.nnz else 0.0
         else:
             self.rating_offset_ = float(self.rating_offset)
-        means = random_state.normal(0.0, 1.0 / np.sqrt(rank), (n_items, rank))
-        natural = np.zeros((n_items, rank + rank * rank), dtype=X.dtype)
-        # h = P m with P = c I; lambda holds P - c I, here 0.
-        natural[:, :rank] = self.prior_precision * means
+        self._initialize_hyperparameters(X)
+        means = np.zeros((n_items, D))
+        means[:, :rank] = random_state.normal(0.0, 1.0 / np.sqrt(rank), (n_items, rank))
+        natural = np.zeros((n_items, D + D * D), dtype=X.dtype)
+        natural[:, :D] = self.noise_variance_ * self.item_prior_precision_ * means
         self._natural = natural
         self._update_attributes()
         return natural
 
+    def _initialize_hyperparameters(self, X):
+        """The noise variance and the prior precisions at their given or
+        starting values, and the running averages that empirical Bayes
+        moves."""
+        D = self._side_dimension
+        if self.noise_variance == "auto":
+            deviations = X.data.astype(np.float64) - self.rating_offset_
+            variance = float(np.mean(deviations**2)) if X.nnz else 1.0
+            self.noise_variance_ = variance if variance > 0 else 1.0
+        else:
+            self.noise_variance_ = float(self.noise_variance)
+        start = (
+            _INITIAL_PRIOR_PRECISION
+            if self.prior_precision == "auto"
+            else float(self.prior_precision)
+        )
+        self.user_prior_precision_ = np.full(D, start)
+        self.item_prior_precision_ = np.full(D, start)
+        # The running averages of the minibatches' per-user mean squared
+        # error sum and number of ratings, and of E[w_ik^2] of users and items.
+        self._error_average = np.array([self.noise_variance_, 1.0])
+        self._user_moment_average = 1.0 / self.user_prior_precision_
+        self._item_moment_average = 1.0 / self.item_prior_precision_
+
     def _prior_natural(self):
-        # lambda is stored minus eta.
+        # lambda is stored without the prior.
         return 0.0
 
-    def _item_precisions(self, natural):
-        """P_j = c I + (the stored P_j - c I), shape (n_items, d, d)."""
-        rank = self.n_components
-        precisions = natural[:, rank:].reshape(-1, rank, rank).astype(np.float64)
-        precisions += self.prior_precision * np.eye(rank)
-        return precisions
+    def _item_posteriors(self):
+        """Means and covariances of the items' q(w_j) from lambda:
+        P_j = E + s2^-1 (stored P_j), h_j = s2^-1 (stored h_j)."""
+        D = self._side_dimension
+        natural = self._natural.astype(np.float64)
+        precisions = natural[:, D:].reshape(-1, D, D) / self.noise_variance_
+        precisions += np.diag(self.item_prior_precision_)
+        try:
+            means, covariances = _gaussians(
+                precisions, natural[:, :D] / self.noise_variance_
+            )
+        except np.linalg.LinAlgError as error:
+            raise ValueError(
+                "An item's precision matrix is not positive definite."
+            ) from error
+        return means, covariances
 
     def _project_natural(self):
-        """Lift the eigenvalues of each P_j - c I below zero to zero.
+        """Lift the eigenvalues of each stored P_j below zero to zero.
 
-        Every plain SVI iterate has P_j - c I positive semi-definite (a sum of
-        second moments); annealing weights can leave that set. Returns the
-        number of items changed.
+        Every plain SVI iterate has the stored P_j positive semi-definite (a
+        sum of second moments); annealing weights can leave that set.
+        Returns the number of items changed.
         """
-        rank = self.n_components
-        excess = _symmetric(
-            self._natural[:, rank:].reshape(-1, rank, rank).astype(np.float64)
-        )
+        D = self._side_dimension
+        excess = _symmetric(self._natural[:, D:].reshape(-1, D, D).astype(np.float64))
         values, vectors = np.linalg.eigh(excess)
         outside = np.any(values < 0, axis=1)
         if not outside.any():
@@ -152,95 +329,141 @@ class _OnlineMatrixFactorization(OnlineUpdateMixin, BaseEstimator):
         lifted = (vectors[outside] * values[:, np.newaxis, :]) @ np.swapaxes(
             vectors[outside], -1, -2
         )
-        self._natural[outside, rank:] = lifted.reshape(len(lifted), -1)
+        self._natural[outside, D:] = lifted.reshape(len(lifted), -1)
         return int(outside.sum())
 
     def _update_attributes(self):
-        """Means, covariances and second moments of the items from lambda.
-
-        S_j = P_j^-1 (by Cholesky factors, which fail for a P_j that is not
-        positive definite), m_j = S_j h_j and E[v_j v_j^T] = S_j + m_j m_j^T.
-        """
-        rank = self.n_components
-        precisions = self._item_precisions(self._natural)
-        try:
-            cholesky = np.linalg.cholesky(precisions)
-        except np.linalg.LinAlgError as error:
-            raise ValueError(
-                "An item's precision matrix is not positive definite."
-            ) from error
-        inverse_factors = np.linalg.inv(cholesky)
-        covariances = np.swapaxes(inverse_factors, -1, -2) @ inverse_factors
-        linear = self._natural[:, :rank].astype(np.float64)
-        means = np.einsum("jab,jb->ja", covariances, linear)
+        """The items' posteriors and what the users' local step reads."""
+        means, covariances = self._item_posteriors()
         dtype = self._natural.dtype
-        self.components_ = np.ascontiguousarray(means.T, dtype=dtype)
-        self.component_covariances_ = covariances.astype(dtype)
-        self._item_second_moments = _symmetric(
-            covariances + means[:, :, np.newaxis] * means[:, np.newaxis, :]
-        ).astype(dtype)
+        rank = self.n_components
+        self.components_ = np.ascontiguousarray(means[:, :rank].T, dtype=dtype)
+        self.component_covariances_ = covariances[:, :rank, :rank].astype(dtype)
+        self.item_biases_ = (
+            means[:, rank].astype(dtype) if self.biases else np.zeros(0, dtype=dtype)
+        )
+        self._item_moments = (means, covariances)
+        self._items = _Pairing(means, _second_moments(means, covariances), self.biases)
+
+    # -- empirical Bayes -------------------------------------------------------------
+
+    def _learn_hyperparameters(self, rho, sample_mean):
+        """Move the learned noise variance and prior precisions a step
+        ``rho`` toward the minibatch's maximisers of the ELBO.
+
+        ``sample_mean`` holds the minibatch means of each user's E[w_ik^2]
+        (D values), sum_j E[r_ij^2] and number of ratings.
+        """
+        D = self._side_dimension
+        if self.noise_variance == "auto":
+            self._error_average = (1 - rho) * self._error_average + rho * sample_mean[
+                D:
+            ]
+            if self._error_average[1] > 0:
+                self.noise_variance_ = float(
+                    self._error_average[0] / self._error_average[1]
+                )
+        if self.prior_precision == "auto":
+            means, covariances = self._item_moments
+            item_moments = np.mean(
+                np.diagonal(covariances, axis1=1, axis2=2) + means**2, axis=0
+            )
+            self._user_moment_average = (
+                1 - rho
+            ) * self._user_moment_average + rho * sample_mean[:D]
+            self._item_moment_average = (
+                1 - rho
+            ) * self._item_moment_average + rho * item_moments
+            self.user_prior_precision_ = 1.0 / self._user_moment_average
+            self.item_prior_precision_ = 1.0 / self._item_moment_average
+        self._update_attributes()
 
     def _after_update(self, rho, statistic):
-        self._update_attributes()
+        if statistic.sample_mean is None:
+            self._update_attributes()
+        else:
+            self._learn_hyperparameters(rho, statistic.sample_mean)
+
+    @property
+    def _learns_hyperparameters(self):
+        return "auto" in (self.noise_variance, self.prior_precision)
 
     # -- local step ---------------------------------------------------------------
 
-    def _user_posteriors(self, X):
-        """q(u_i) of each user (row) of X at the current items.
+    def _users(self, X):
+        """The users of X at their optimum given the items (:class:`_Users`)."""
+        return _Users(
+            X,
+            self.rating_offset_,
+            self._items,
+            self.user_prior_precision_,
+            self.noise_variance_,
+        )
 
-        Lambda_i = c I + s2^-1 sum_j E[v_j v_j^T] and
-        mu_i = Lambda_i^-1 s2^-1 sum_j (y_ij - o) m_j over the items j that
-        user i rated: the exact optimum of q(u_i) given q(V).
+    def _user_posteriors(self, X):
+        """q(w_i) of each user (row) of X at the current items: the exact
+        optimum given q(V), factor and bias.
 
         Returns
         -------
-        means : ndarray of shape (n_users, d)
-        covariances : ndarray of shape (n_users, d, d)
+        means : ndarray of shape (n_users, D)
+        covariances : ndarray of shape (n_users, D, D)
         """
-        rank, noise = self.n_components, self.noise_variance
-        n_users = X.shape[0]
-        moments = self._item_second_moments.reshape(len(self._natural), -1)
-        precisions = (_observed(X) @ moments).reshape(n_users, rank, rank) / noise
-        precisions = precisions.astype(np.float64) + self.prior_precision * np.eye(rank)
-        residuals = X.copy()
-        residuals.data -= self.rating_offset_
-        linear = (residuals @ self.components_.T).astype(np.float64) / noise
-        cholesky = np.linalg.cholesky(precisions)
-        inverse_factors = np.linalg.inv(cholesky)
-        covariances = np.swapaxes(inverse_factors, -1, -2) @ inverse_factors
-        means = np.einsum("iab,ib->ia", covariances, linear)
-        return means, covariances
+        users = self._users(X)
+        return users.means, users.covariances
 
     def _local_statistic(self, X, sample_weight=None, draw=0, n_batch=None):
         """Minibatch mean of each user's statistic on the items it rated.
 
-        For item j: s2^-1 w_i (y_ij - o) mu_i and s2^-1 w_i E[u_i u_i^T],
+        For item j: w_i ((y_ij - o) E[f_i] - E[g_i f_i]) and w_i E[f_i f_i^T],
         summed over the minibatch's users i who rated j and divided by the
-        minibatch size. The local step draws no random numbers.
+        minibatch size (w_i the user's weight). With learned hyperparameters
+        the statistic also carries the minibatch means of E[w_ik^2], of
+        sum_j E[r_ij^2] and of the users' numbers of ratings, which
+        empirical Bayes reads; not in an annealed update (weights drawn),
+        whose noise perturbs the items' posteriors by design: a prior
+        fitted to them follows the noise, and in a measured run its
+        precision fell toward 0 in five updates until an item's precision
+        matrix failed. The local step draws no random numbers.
         """
         items = np.unique(X.indices)
-        rank, noise = self.n_components, self.noise_variance
+        D = self._side_dimension
+        learn = self._learns_hyperparameters and sample_weight is None
 
         def block_statistic(span):
-            X_block = X[span]
-            means, covariances = self._user_posteriors(X_block)
-            second = _symmetric(
-                covariances + means[:, :, np.newaxis] * means[:, np.newaxis, :]
+            """The block's summed statistic, flattened, then its sums for
+            empirical Bayes (none without learned hyperparameters)."""
+            users = self._users(X[span])
+            pairing = _Pairing(users.means, users.second, self.biases)
+            weight = (
+                np.ones((len(users.means), 1))
+                if sample_weight is None
+                else sample_weight[span, np.newaxis].astype(np.float64)
             )
-            if sample_weight is not None:
-                means = means * sample_weight[span, np.newaxis]
-                second = second * sample_weight[span, np.newaxis, np.newaxis]
-            rated = X_block[:, items]
-            residuals = rated.copy()
-            residuals.data -= self.rating_offset_
-            statistic = np.empty((len(items), rank + rank * rank))
-            statistic[:, :rank] = residuals.T @ means
-            statistic[:, rank:] = _observed(rated).T @ second.reshape(len(means), -1)
-            return statistic / noise
+            rated = users.observed[:, items]
+            statistic = np.empty((len(items), D + D * D))
+            statistic[:, :D] = users.residuals[:, items].T @ (weight * pairing.f_mean)
+            statistic[:, :D] -= rated.T @ (weight * pairing.gf)
+            statistic[:, D:] = rated.T @ (weight * pairing.f_second)
+            if not learn:
+                return statistic.ravel()
+            per_user = np.column_stack(
+                [
+                    np.diagonal(users.second, axis1=1, axis2=2),
+                    users.squared_errors(),
+                    np.diff(users.observed.indptr),
+                ]
+            )
+            return np.concatenate([statistic.ravel(), per_user.sum(axis=0)])
 
         total = sum_rows(block_statistic, X.shape[0], block_rows=_LOCAL_BLOCK_SIZE)
         n_batch = X.shape[0] if n_batch is None else n_batch
-        return SparseStatistic(items, total / n_batch)
+        size = len(items) * (D + D * D)
+        return SparseStatistic(
+            items,
+            total[:size].reshape(len(items), -1) / n_batch,
+            total[size:] / n_batch if learn else None,
+        )
 
     def _least_likely_samples(self, X_batch):
         """The users with the largest rating farthest from the offset first."""
@@ -252,44 +475,36 @@ class _OnlineMatrixFactorization(OnlineUpdateMixin, BaseEstimator):
     # -- bound and predictions ------------------------------------------------------
 
     def _users_bound(self, X):
-        """The users' terms of the ELBO of the ratings X, and their number.
+        """The users' terms of the ELBO of the ratings X.
 
-        sum_ij E[log N(y_ij | u_i^T v_j + o, s2)] - sum_i KL(q(u_i) || p(u_i))
-        with each q(u_i) at its optimum; E[(r - u^T v)^2] = r^2 - 2 r mu^T m
-        + tr(E[u u^T] E[v v^T]).
+        sum_ij E[log N(y_ij | w_i^T f_j + g_j + o, s2)] - sum_i KL(q(w_i) ||
+        p(w_i)), with each q(w_i) at its optimum.
         """
-        means, covariances = self._user_posteriors(X)
-        noise = self.noise_variance
-        residuals = X.copy()
-        residuals.data -= self.rating_offset_
-        residuals.data = residuals.data.astype(np.float64)
-        squared = float(np.sum(residuals.data**2))
-        cross = float(np.sum((residuals @ self.components_.T) * means))
-        second = covariances + means[:, :, np.newaxis] * means[:, np.newaxis, :]
-        moments = self._item_second_moments.reshape(len(self._natural), -1)
-        summed = (_observed(X) @ moments).astype(np.float64)
-        trace = float(np.sum(summed * second.reshape(len(means), -1)))
-        likelihood = -0.5 * X.nnz * np.log(2 * np.pi * noise) - (
-            squared - 2 * cross + trace
+        users = self._users(X)
+        noise = self.noise_variance_
+        likelihood = -0.5 * X.nnz * np.log(2 * np.pi * noise) - float(
+            np.sum(users.squared_errors())
         ) / (2 * noise)
         return likelihood - _gaussian_divergence(
-            means, covariances, self.prior_precision
+            users.means, users.covariances, self.user_prior_precision_
         )
 
     def _bound_of_users(self, users_bound):
         """The ELBO of ratings whose users' terms are ``users_bound``, and
         of the items."""
-        items = _gaussian_divergence(
-            self.components_.T.astype(np.float64),
-            self.component_covariances_.astype(np.float64),
-            self.prior_precision,
-        )
+        means, covariances = self._item_moments
+        items = _gaussian_divergence(means, covariances, self.item_prior_precision_)
         return float(users_bound - items)
 
     def _predict_entries(self, means, rows, columns):
-        """E[y] at the (row, column) pairs, from the users' means ``means``."""
-        items = self.components_.T[columns].astype(np.float64)
-        return np.sum(means[rows] * items, axis=1) + self.rating_offset_
+        """E[y] at the (row, column) pairs, from the users' means ``means``:
+        mu_i^T E[f_j] + E[g_j] + o."""
+        items = self._items
+        return (
+            np.sum(means[rows] * items.f_mean[columns], axis=1)
+            + items.g_mean[columns]
+            + self.rating_offset_
+        )
 
     def _evaluation_score(self, X):
         """The users' terms of the ELBO per rating of X."""
