@@ -16,6 +16,8 @@ from sklearn.utils.estimator_checks import (
 )
 
 from sklearn_svi import SVIMatrixFactorization, load_ratings, split_ratings
+from sklearn_svi.metrics import ranking_score, ranking_scorer
+from sklearn_svi.metrics._ranking import _metric_of_hits
 
 
 def planted_ratings(n_users=400, n_items=60, rank=3, density=0.3, noise=0.3, seed=0):
@@ -293,3 +295,112 @@ def test_split_ratings_keeps_every_rating_once():
     assert_allclose((X_train + X_test).toarray(), X.toarray())
     with pytest.raises(ValueError, match="test_size"):
         split_ratings(X, test_size=1.0)
+
+
+def planted_groups(n_users=500, n_items=60, seed=0):
+    """Ratings whose items fall in three groups, one factor direction each."""
+    rng = np.random.RandomState(seed)
+    groups = np.arange(n_items) % 3
+    items = 2.0 * np.eye(3)[groups] + 0.1 * rng.normal(size=(n_items, 3))
+    users = rng.normal(size=(n_users, 3))
+    mask = rng.rand(n_users, n_items) < 0.3
+    values = users @ items.T + 3 + 0.3 * rng.normal(size=mask.shape)
+    rows, columns = np.nonzero(mask)
+    X = sp.csr_matrix((values[mask], (rows, columns)), shape=mask.shape)
+    return X, users @ items.T + 3, groups
+
+
+def test_recommend_gives_the_best_unseen_items_of_planted_ratings():
+    X, truth, _ = planted_groups()
+    model = SVIMatrixFactorization(max_iter=20, **PARAMS).fit(X)
+    items, ratings = model.recommend(X[:50], 5)
+    assert items.shape == ratings.shape == (50, 5)
+    assert np.all(np.diff(ratings, axis=1) <= 0)
+    # No item a user rated, and items as good as the five best of the
+    # others (items of one planted group are nearly alike, so which five of
+    # the best group come first is a toss-up).
+    assert not np.any(X[:50].toarray()[np.arange(50)[:, None], items])
+    unseen = np.where(X[:50].toarray() != 0, -np.inf, truth[:50])
+    best = -np.sort(-unseen, axis=1)[:, :5]
+    chosen = np.take_along_axis(truth[:50], items, axis=1)
+    assert np.mean(best - chosen) < 0.1
+    assert np.mean(chosen) > np.mean(truth[:50]) + 1.5
+    assert_allclose(
+        ratings, model.predict_ratings(X[:50])[np.arange(50)[:, None], items]
+    )
+    seen_too, _ = model.recommend(X[:50], 5, exclude_seen=False)
+    assert_array_equal(
+        seen_too, np.argsort(-model.predict_ratings(X[:50]), axis=1)[:, :5]
+    )
+
+
+def test_recommend_refuses_more_items_than_a_user_can_get():
+    X, _, _ = planted_groups()
+    model = SVIMatrixFactorization(max_iter=2, **PARAMS).fit(X)
+    full = X[:2].toarray() + 1.0  # every item rated
+    with pytest.raises(ValueError, match="has rated 60 of the 60 items"):
+        model.recommend(full, 1)
+    with pytest.raises(ValueError, match=r"n_items must lie in \[1, 60\]"):
+        model.recommend(X[:2], 0)
+    with pytest.raises(TypeError, match="n_items must be an integer"):
+        model.recommend(X[:2], 2.5)
+
+
+def test_similar_items_are_the_items_of_the_same_planted_group():
+    X, _, groups = planted_groups()
+    model = SVIMatrixFactorization(max_iter=20, **PARAMS).fit(X)
+    similar, similarities = model.similar_items(np.arange(60), 5)
+    assert np.all(similar != np.arange(60)[:, None])
+    assert np.all(groups[similar] == groups[:, None])
+    assert np.all(np.diff(similarities, axis=1) <= 0)
+    assert np.all(similarities <= 1 + 1e-12)
+    with pytest.raises(ValueError, match="items must lie in"):
+        model.similar_items([60])
+
+
+def test_predictive_std_covers_held_out_ratings():
+    """The posterior predictive spread is calibrated: about 95% of held-out
+    ratings of data drawn from the model lie within 1.96 of it."""
+    X, _, _ = planted_groups()
+    X_train, X_test = split_ratings(X, test_size=0.2, random_state=0)
+    model = SVIMatrixFactorization(max_iter=20, **PARAMS)
+    model.fit(X_train)
+    test = X_test.tocoo()
+    means, std = model.predict_pairs(X_train, test.row, test.col, return_std=True)
+    assert_array_equal(means, model.predict_pairs(X_train, test.row, test.col))
+    assert np.all(std > np.sqrt(model.noise_variance_))
+    covered = np.mean(np.abs(test.data - means) < 1.96 * std)
+    assert 0.92 < covered < 0.98
+
+
+def test_ranking_scores_prefer_the_fitted_model_and_drive_a_grid_search():
+    X, _, _ = planted_groups()
+    fitted = SVIMatrixFactorization(max_iter=20, **PARAMS).fit(X)
+    barely = SVIMatrixFactorization(**PARAMS).partial_fit(X[:1])
+    for metric in ("precision", "recall", "ndcg"):
+        score = ranking_score(fitted, X, metric=metric, k=5, min_rating=4)
+        assert 0 < ranking_score(barely, X, metric=metric, k=5, min_rating=4) < score
+    search = GridSearchCV(
+        SVIMatrixFactorization(batch_size=50, max_iter=5, random_state=0),
+        {"n_components": [1, 3]},
+        scoring=ranking_scorer(k=5, min_rating=4),
+        cv=3,
+    ).fit(X)
+    assert search.best_params_ == {"n_components": 3}
+    with pytest.raises(ValueError, match="No user of X has a held-out rating"):
+        ranking_score(fitted, X, min_rating=100)
+    with pytest.raises(ValueError, match="metric must be one of"):
+        ranking_scorer(metric="map")
+
+
+def test_ranking_metrics_of_a_known_ranking():
+    # Two users; the first has relevant items at ranks 1 and 3 of 3, with
+    # 2 relevant in all; the second none of its 4 relevant items.
+    hits = np.array([[1.0, 0.0, 1.0], [0.0, 0.0, 0.0]])
+    n_relevant = np.array([2, 4])
+    assert_allclose(_metric_of_hits("precision", hits, n_relevant), [2 / 3, 0])
+    assert_allclose(_metric_of_hits("recall", hits, n_relevant), [1.0, 0])
+    ideal = 1 + 1 / np.log2(3)
+    assert_allclose(
+        _metric_of_hits("ndcg", hits, n_relevant), [(1 + 1 / np.log2(4)) / ideal, 0]
+    )

@@ -1,11 +1,12 @@
 """SVIMatrixFactorization: the public estimator of Bayesian matrix factorization."""
 
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
 
 from .._mechanisms._docstrings import mechanism_parameters
 from .._parameters import CALLBACK_PARAMETER, estimator_init
@@ -16,9 +17,11 @@ from ._model import _OnlineMatrixFactorization
 _SCORE_SPLIT_SEED = 0
 
 
-def _side_dimension(model):
-    """The number of values of a user's posterior mean: factor and bias."""
-    return model._side_dimension
+def _user_moments_width(model):
+    """The number of values of a user's posterior moments: the mean of the
+    factor and bias (D values), then their second moment (D * D)."""
+    D = model._side_dimension
+    return D + D * D
 
 
 class SVIMatrixFactorization(
@@ -250,8 +253,8 @@ n_components)
         items = self._items
         return means @ items.f_mean.T + items.g_mean + self.rating_offset_
 
-    def predict_pairs(self, X, users, items):
-        """Expected ratings of given (user, item) pairs.
+    def predict_pairs(self, X, users, items, return_std=False):
+        """Expected ratings of given (user, item) pairs, and their spread.
 
         Parameters
         ----------
@@ -263,31 +266,120 @@ n_components)
             Rows of X.
         items : array-like of int of shape (n_pairs,)
             Columns of X.
+        return_std : bool, default=False
+            Whether to return the standard deviation of each rating under
+            the posterior predictive distribution: the noise and the
+            posterior uncertainty of the user's and the item's factors and
+            biases.
 
         Returns
         -------
         ratings : ndarray of shape (n_pairs,)
-            A Dask array for a Dask array.
+            The expected ratings; a Dask array for a Dask array.
+        std : ndarray of shape (n_pairs,)
+            Their posterior predictive standard deviations; only with
+            ``return_std=True``.
         """
-        means = self._user_means(X)
-        if not hasattr(means, "shape"):
+        moments = self._user_moments(X)
+        if not hasattr(moments, "shape"):
             raise TypeError(
                 "predict_pairs names users by their row in X, and the rows of "
                 "a Dask bag are not numbered; pass a Dask array."
             )
-        users = _check_indices(users, means.shape[0], "users")
+        users = _check_indices(users, moments.shape[0], "users")
         items = _check_indices(items, self.n_features_in_, "items")
         if users.shape != items.shape:
             raise ValueError(
                 f"users and items must have the same length, got {len(users)} "
                 f"and {len(items)}."
             )
-        return self._predict_entries(means, users, items)
+        D = self._side_dimension
+        means = moments[:, :D]
+        ratings = self._predict_entries(means, users, items)
+        if not return_std:
+            return ratings
+        variances = self._predictive_variances(means, moments[:, D:], users, items)
+        return ratings, np.sqrt(variances)
 
-    @rowwise(n_columns=_side_dimension, dtype=np.float64)
-    def _user_means(self, X):
-        """mu_i of each user of X validated, factor and bias, in float64."""
-        return self._user_posteriors(self._check_fitted_data(X))[0]
+    @rowwise(n_columns=_user_moments_width, dtype=np.float64)
+    def _user_moments(self, X):
+        """The posterior mean of each user of X validated, factor and bias,
+        then its second moment row by row, in float64."""
+        users = self._users(self._check_fitted_data(X))
+        return np.hstack([users.means, users.second.reshape(len(users.means), -1)])
+
+    def recommend(self, X, n_items=10, *, exclude_seen=True):
+        """The items of highest expected rating for each user of X.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Ratings of the users, to which their factors and biases are
+            fitted; stored entries are observed.
+        n_items : int, default=10
+            The number of items recommended to each user.
+        exclude_seen : bool, default=True
+            Whether to leave out the items that a user has rated in X.
+
+        Returns
+        -------
+        items : ndarray of shape (n_samples, n_items)
+            Each user's items (columns of X), by decreasing expected rating.
+        ratings : ndarray of shape (n_samples, n_items)
+            Their expected ratings.
+
+        Raises
+        ------
+        ValueError
+            If a user has fewer than ``n_items`` items to recommend.
+        """
+        X = self._check_fitted_data(X)
+        _check_count(n_items, self.n_features_in_, "n_items")
+        predicted = self.predict_ratings(X)
+        if exclude_seen:
+            seen = X.getnnz(axis=1)
+            if np.any(self.n_features_in_ - seen < n_items):
+                user = int(np.argmax(self.n_features_in_ - seen < n_items))
+                raise ValueError(
+                    f"n_items={n_items}, but the user of row {user} of X has "
+                    f"rated {seen[user]} of the {self.n_features_in_} items."
+                )
+            rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+            predicted[rows, X.indices] = -np.inf
+        return _largest(predicted, n_items)
+
+    def similar_items(self, items, n_items=10):
+        """The items whose factors are closest in direction to each item's.
+
+        Similarity is the cosine of the angle between the posterior means of
+        two items' factors; an item whose factor mean is 0 (one that no
+        training user rated keeps its prior) has similarity 0 to every
+        item.
+
+        Parameters
+        ----------
+        items : array-like of int of shape (n_queries,)
+            Items, as columns of the training ratings.
+        n_items : int, default=10
+            The number of similar items returned for each, the item itself
+            left out.
+
+        Returns
+        -------
+        similar : ndarray of shape (n_queries, n_items)
+            Each item's most similar items, by decreasing similarity.
+        similarities : ndarray of shape (n_queries, n_items)
+            Their cosine similarities.
+        """
+        check_is_fitted(self)
+        items = _check_indices(items, self.n_features_in_, "items")
+        _check_count(n_items, self.n_features_in_ - 1, "n_items")
+        factors = self.components_.T.astype(np.float64)
+        norms = np.linalg.norm(factors, axis=1)
+        directions = factors / np.where(norms > 0, norms, 1.0)[:, np.newaxis]
+        similarities = directions[items] @ directions.T
+        similarities[np.arange(len(items)), items] = -np.inf
+        return _largest(similarities, n_items)
 
     def score(self, X, y=None):
         """Negative root mean squared error of rating completion.
@@ -381,6 +473,26 @@ n_components)
         tags.input_tags.sparse = True
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
+
+
+def _check_count(count, largest, name):
+    """Refuse a number of items that is not an integer in [1, largest]."""
+    if not isinstance(count, Integral) or isinstance(count, bool):
+        raise TypeError(f"{name} must be an integer, got {count!r}.")
+    if not 1 <= count <= largest:
+        raise ValueError(f"{name} must lie in [1, {largest}], got {count}.")
+
+
+def _largest(values, n):
+    """The columns of the n largest values of each row, in decreasing order
+    of value, and those values."""
+    top = np.argpartition(-values, n - 1, axis=1)[:, :n]
+    top_values = np.take_along_axis(values, top, axis=1)
+    order = np.argsort(-top_values, axis=1, kind="stable")
+    return (
+        np.take_along_axis(top, order, axis=1),
+        np.take_along_axis(top_values, order, axis=1),
+    )
 
 
 def _check_indices(indices, size, name):

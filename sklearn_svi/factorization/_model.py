@@ -506,6 +506,25 @@ class _OnlineMatrixFactorization(OnlineUpdateMixin, BaseEstimator):
             + self.rating_offset_
         )
 
+    def _predictive_variances(self, means, second, rows, columns):
+        """Var[y] at the (row, column) pairs, from the users' means and
+        second moments E[w w^T] (row by row): s2 plus the variance of the
+        mean w_i^T f_j + g_j under the independent posteriors,
+
+            tr(E[w w^T] E[f f^T]) + 2 mu^T E[g f] + E[g^2] - (mu^T E[f] + E[g])^2.
+        """
+        items = self._items
+        mean = (
+            np.sum(means[rows] * items.f_mean[columns], axis=1)
+            + (items.g_mean[columns])
+        )
+        square = (
+            np.sum(second[rows] * items.f_second[columns], axis=1)
+            + 2 * np.sum(means[rows] * items.gf[columns], axis=1)
+            + items.g_square[columns]
+        )
+        return self.noise_variance_ + square - mean**2
+
     def _evaluation_score(self, X):
         """The users' terms of the ELBO per rating of X."""
         return self._users_bound(X) / max(X.nnz, 1)

@@ -1,9 +1,10 @@
-"""Metrics of topic models: held-out fit, coherence, diversity, stability.
+"""Metrics of topic models and recommenders.
 
 Document completion (:func:`completion_score`) is the measure of the papers
 the package implements; coherence and diversity judge the topics' top
-words; alignment and stability compare the topics of two fits. Each has a
-scorer form for ``GridSearchCV``.
+words; alignment and stability compare the topics of two fits; precision,
+recall and NDCG at k judge a recommender's top items
+(:func:`ranking_score`). Each has a scorer form for ``GridSearchCV``.
 """
 
 from ._coherence import (
@@ -19,6 +20,7 @@ from ._completion import (
     log_predictive,
     split_tokens,
 )
+from ._ranking import ranking_score, ranking_scorer
 from ._stability import (
     TopicAlignment,
     seed_stability,
@@ -34,6 +36,8 @@ __all__ = [
     "completion_score",
     "diversity_scorer",
     "log_predictive",
+    "ranking_score",
+    "ranking_scorer",
     "seed_stability",
     "split_tokens",
     "stability_scorer",
