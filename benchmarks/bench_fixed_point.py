@@ -1,14 +1,15 @@
-"""Batch CVB0 started from the sampler's topics: does the collapsed step keep them?
+"""Full-batch updates started from the sampler's topics: does a local step keep them?
 
 tomotopy's collapsed Gibbs sampler (fixed priors alpha = eta = 1/K) runs
 for a CPU budget on one thread; its topic-word counts plus eta then become
-the lambda of ``SmoothedLDA``, and full-batch collapsed updates (every
-training document, step size 1: the iteration whose fixed point the online
-collapsed updates approach) run from there. Each step is scored by the same
-plug-in document completion as ``bench_quality.py``. Where the score falls
-from the sampler's, the collapsed step's fixed point near the sampler's
-topics is below them, and no schedule of the online updates can reach the
-sampler's score.
+the lambda of ``SmoothedLDA``, and full-batch updates (every training
+document, step size 1: the iteration whose fixed point the online updates
+approach) run from there, once with the CVB0 step for every document and
+once with the sampled step. Each step is scored by the same plug-in
+document completion as ``bench_quality.py``. Where the score falls from
+the sampler's, the local step's fixed point near the sampler's topics is
+below them, and no schedule of the online updates with that step can reach
+the sampler's score.
 
 Run ``python benchmarks/bench_fixed_point.py CORPUS [--column summary]``
 (a TSV file of texts, or NewsArticles / healthtweets). Needs tomotopy.
@@ -45,6 +46,33 @@ def sampler_counts(sampler, n_features):
     return np.maximum(counts, 0.0)
 
 
+def batch_steps(topics, X_train, completion, local_step, args):
+    """Rows of ``args.steps`` full-batch updates with ``local_step`` from
+    the topic-word parameters ``topics``, each timed and scored."""
+    n_documents, K = X_train.shape[0], args.n_components
+    model = SmoothedLDA(
+        n_components=K,
+        batch_size=n_documents,
+        total_samples=n_documents,
+        local_step=local_step,
+        random_state=args.seed,
+    ).partial_fit(X_train[:1])
+    model._natural = np.ascontiguousarray(topics.T, dtype=model._natural.dtype)
+    model._natural_updated(model._sum_topics())
+    model._update_state.step_size = ConstantStepSize(1.0)
+    rows = []
+    for step in range(1, args.steps + 1):
+        started = time.process_time()
+        model.partial_fit(X_train)
+        spent = time.process_time() - started
+        score = held_out_log_predictive(model.components_, completion, 1.0 / K)
+        rows.append(
+            [f"then batch {local_step} step {step}", f"{spent:.1f}", f"{score:.4f}"]
+        )
+        print(*rows[-1], flush=True)
+    return rows
+
+
 def main(argv=None):
     parser = corpus_parser(__doc__)
     parser.add_argument("--budget", type=float, default=300.0)
@@ -75,24 +103,8 @@ def main(argv=None):
             ]
         )
         print(*rows[-1], flush=True)
-        model = SmoothedLDA(
-            n_components=K,
-            batch_size=n_documents,
-            total_samples=n_documents,
-            random_state=args.seed,
-        ).partial_fit(X_train[:1])
-        model._natural = np.ascontiguousarray(topics.T, dtype=model._natural.dtype)
-        model._natural_updated(model._sum_topics())
-        model._update_state.step_size = ConstantStepSize(1.0)
-        for step in range(1, args.steps + 1):
-            started = time.process_time()
-            model.partial_fit(X_train)
-            spent = time.process_time() - started
-            score = held_out_log_predictive(model.components_, completion, alpha)
-            rows.append(
-                [f"then batch CVB0 step {step}", f"{spent:.1f}", f"{score:.4f}"]
-            )
-            print(*rows[-1], flush=True)
+        for local_step in ("cvb0", "gibbs"):
+            rows += batch_steps(topics, X_train, completion, local_step, args)
     header = (
         f"{corpus_name(args.corpus)}: {n_documents} training documents, K={K}, "
         f"seed {args.seed}, one thread; held-out per-word log predictive "

@@ -198,8 +198,9 @@ def make_models(settings, n_features):
     models : dict of str to estimator
         Unfitted models by label, scikit-learn's first.
     """
-    # The default: the collapsed step with its own number of sweeps
-    # (max_doc_update_iter="auto") and its own learning_decay.
+    # The default: the collapsed steps (sampled below 64 tokens, CVB0 above)
+    # with their own numbers of sweeps (max_doc_update_iter="auto") and
+    # their own learning_decay; then each collapsed step for every document.
     default_settings = {
         key: value
         for key, value in settings.items()
@@ -212,6 +213,12 @@ def make_models(settings, n_features):
         "SmoothedLDA L=1": plain_svi(1, **settings),
         "SmoothedLDA L=10": SmoothedLDA(L=10, local_step="vb", n_jobs=1, **settings),
         "SmoothedLDA() default": SmoothedLDA(n_jobs=1, **default_settings),
+        'SmoothedLDA(local_step="cvb0")': SmoothedLDA(
+            local_step="cvb0", n_jobs=1, **default_settings
+        ),
+        'SmoothedLDA(local_step="gibbs")': SmoothedLDA(
+            local_step="gibbs", n_jobs=1, **default_settings
+        ),
         "SmoothedLDA L=1 n_jobs=2": plain_svi(2, **settings),
         "scikit-learn online float32": Float32Input(
             LatentDirichletAllocation(learning_method="online", n_jobs=1, **settings)

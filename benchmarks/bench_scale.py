@@ -76,6 +76,7 @@ def make_models(n_components, batch_size, n_train, seed):
     learned = dict(doc_topic_prior="auto", topic_word_prior="auto")
     return {
         REFERENCE: SmoothedLDA(L=1, **common),
+        "plain SVI, CVB0 step": SmoothedLDA(L=1, local_step="cvb0", **common),
         "plain SVI, mean-field step": SmoothedLDA(L=1, local_step="vb", **common),
         "plain SVI, learned alpha": SmoothedLDA(L=1, doc_topic_prior="auto", **common),
         "plain SVI, mean-field step, learned priors": SmoothedLDA(

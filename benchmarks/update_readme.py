@@ -36,6 +36,7 @@ SECTION = re.compile(
 
 SCALE_ROWS = [
     "plain SVI: SmoothedLDA(L=1)",
+    "plain SVI, CVB0 step",
     "plain SVI, mean-field step",
     "plain SVI, mean-field step, learned priors",
     "scikit-learn online",
@@ -50,6 +51,9 @@ QUALITY_ROWS = {
     corpus: {
         "SmoothedLDA(), default": "SmoothedLDA() default, plain SVI (L=1)",
         "FilteredLDA(), default": "FilteredLDA() default",
+        'SmoothedLDA(local_step="cvb0")': (
+            'SmoothedLDA(local_step="cvb0"), every document by CVB0'
+        ),
         "tomotopy LDAModel, fixed priors": "tomotopy collapsed Gibbs, fixed priors",
         "tomotopy LDAModel, default": (
             "tomotopy collapsed Gibbs, default (learned alpha)"

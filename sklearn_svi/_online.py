@@ -15,9 +15,11 @@ local step, the prior eta, the projection onto its feasible set, and what to
 show the user.
 
 With a mean-field local step, lambda^ - lambda is a noisy natural gradient of
-the ELBO. LDA's default collapsed local step makes the same loop SCVB0's
-stochastic approximation of the CVB0 fixed point (Foulds et al. 2013), which
-climbs no bound: the update is the same, what it converges to is not.
+the ELBO. LDA's collapsed local steps make the same loop SCVB0's stochastic
+approximation of the CVB0 fixed point (Foulds et al. 2013) or, with sampled
+documents, of the topics whose documents' posterior expected counts,
+estimated by Gibbs sweeps (Mimno et al. 2012), reproduce them. Neither climbs
+a bound: the update is the same, what it converges to is not.
 """
 
 import dataclasses

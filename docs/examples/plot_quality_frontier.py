@@ -27,6 +27,9 @@ CORPORA = ("healthtweets", "NewsArticles", "npm")
 SHOWN = {
     "SmoothedLDA() default, plain SVI (L=1)": "SmoothedLDA()",
     "FilteredLDA() default": "FilteredLDA()",
+    'SmoothedLDA(local_step="cvb0"), every document by CVB0': (
+        'SmoothedLDA(local_step="cvb0")'
+    ),
     "scikit-learn online": "scikit-learn",
     "tomotopy collapsed Gibbs, fixed priors": "tomotopy, fixed priors",
     "tomotopy collapsed Gibbs, default (learned alpha)": "tomotopy, default",

@@ -10,19 +10,21 @@ _SHARED_PARAMETERS = (
         asymmetric prior, one value per topic: after every update, a step of
         Newton's method on the minibatch's proportions, as long as the
         update's own step (empirical Bayes, Hoffman, Blei & Bach 2010). With
-        the collapsed step the proportions are those of topic counts drawn
-        token by token from the responsibilities (a stochastic EM step), and
-        documents are swept to convergence in the updates; fitting warns,
-        because the learned alpha lowered the held-out fit of short texts
-        and never raised it.
+        the collapsed steps the proportions are those of topic counts drawn
+        token by token (a stochastic EM step: the last sweep's assignments of
+        a sampled document, draws from the responsibilities of a CVB0 one),
+        and CVB0 documents are swept to convergence in the updates. With
+        the default ``local_step`` the learned alpha was level with
+        alpha = 1/K on short texts; with ``local_step="cvb0"`` it lowered
+        their held-out fit and never raised it, and fitting warns.
     topic_word_prior : float or "auto", default=None
         eta, the Dirichlet prior of the topics. None means
         ``1 / n_components``. ``"auto"`` starts there and learns a symmetric
         prior: after every pass of ``fit`` and every ``partial_fit``, the
         value that maximises the topics' term of the ELBO at the current
         topics (once per pass because it needs the digamma of all of
-        lambda). With the collapsed step it comes out too large, and fitting
-        warns.
+        lambda). With the collapsed steps it comes out too large, and
+        fitting warns.
     local_step : {"auto", "gibbs", "cvb0", "vb"}, default="auto"
         How each document's topic proportions are fitted. ``"vb"`` is the
         mean-field fixed point of SVI (Hoffman et al. 2013), which weighs
@@ -39,9 +41,9 @@ _SHARED_PARAMETERS = (
         burn-in; outside the updates it is ``"cvb0"``, which is
         deterministic. ``"auto"`` samples the documents below 64 tokens and
         gives longer ones the CVB0 step. Sampling predicted held-out words
-        of short texts 0.07 to 0.13 nats better than CVB0 in the same CPU
-        time; on long articles it cost about 1.6 times as much per pass for
-        about the same fit (see the user guide). The statistic and the
+        of short texts 0.07 to 0.16 nats better than CVB0 in the same CPU
+        time; on long articles it cost about 1.9 times as much per pass for
+        the same fit (see the user guide). The statistic and the
         update of lambda are the same for every step; ``score`` and
         ``perplexity`` evaluate the ELBO with the ``"vb"`` step for all.
     batch_size : int, default=128
