@@ -48,24 +48,70 @@ RESULTS = Path(__file__).resolve().parent / "results" / "matrix_factorization_sc
 DEFAULT_RATINGS = 10_000_000
 RANK = 10
 NOISE_VARIANCE = 0.5
-EXPONENT = 1.2
-"""The power of the users' activity and the items' popularity laws: the
-r-th most active user rates about r^-EXPONENT as often as the first."""
+ACTIVITY_EXPONENT = 0.9
+"""The r-th most active user rates about r^-0.9 times as many items as the
+first (before the cap and the floor below)."""
+POPULARITY_EXPONENT = 0.9
+"""The r-th most popular item is rated about r^-0.9 times as often as the
+first."""
+FEWEST, MOST = 5, 5_000
+"""The fewest and the most ratings of a user."""
+HEAVY = 200
+"""Users with more ratings draw them without replacement directly."""
+
+
+def user_activity(n_ratings, n_users, rng):
+    """Each user's number of ratings: power-law, between FEWEST and MOST,
+    about ``n_ratings`` in all."""
+    weights = rng.permutation(np.arange(1, n_users + 1) ** -ACTIVITY_EXPONENT)
+    low, high = 0.0, float(n_ratings)
+    for _ in range(60):
+        scale = (low + high) / 2
+        counts = np.clip(np.round(scale * weights / weights.max()), FEWEST, MOST)
+        low, high = (scale, high) if counts.sum() < n_ratings else (low, scale)
+    return counts.astype(np.int64)
+
+
+def distinct_items(wanted, popularity, rng):
+    """Rows (user, item) of distinct items for each user, ``wanted[u]`` of
+    them, drawn with probabilities ``popularity`` without replacement.
+
+    A user with many ratings takes the items of the largest keys
+    log(u) / p (Efraimidis & Spirakis 2006); the others draw with
+    replacement and draw again what repeated, which is rare for them.
+    """
+    n_items = len(popularity)
+    heavy = np.flatnonzero(wanted > HEAVY)
+    codes = [
+        user * n_items
+        + np.argpartition(np.log(rng.random(n_items)) / popularity, -wanted[user])[
+            -wanted[user] :
+        ]
+        for user in heavy
+    ]
+    light = np.where(wanted > HEAVY, 0, wanted)
+    drawn = np.zeros(0, dtype=np.int64)
+    missing = light
+    while missing.sum():
+        users = np.repeat(np.arange(len(wanted)), missing)
+        items = rng.choice(n_items, size=len(users), p=popularity)
+        drawn = np.unique(np.concatenate([drawn, users * n_items + items]))
+        missing = light - np.bincount(drawn // n_items, minlength=len(wanted))
+    pairs = np.sort(np.concatenate([drawn, *codes]))
+    return pairs // n_items, pairs % n_items
 
 
 def skewed_ratings(n_ratings, n_users, n_items, seed):
     """Ratings drawn from the model, with power-law users and items.
 
-    Each user's number of ratings and each item's chance to be rated follow
-    Zipf-like weights; pairs drawn twice are kept once.
+    Each user rates its number of distinct items (``user_activity``), drawn
+    with probability proportional to the items' power-law popularity.
     """
     rng = np.random.default_rng(seed)
-    user_weights = rng.permutation(np.arange(1, n_users + 1) ** -EXPONENT)
-    item_weights = rng.permutation(np.arange(1, n_items + 1) ** -EXPONENT)
-    users = rng.choice(n_users, size=n_ratings, p=user_weights / user_weights.sum())
-    items = rng.choice(n_items, size=n_ratings, p=item_weights / item_weights.sum())
-    pairs = np.unique(users.astype(np.int64) * n_items + items)
-    users, items = pairs // n_items, pairs % n_items
+    wanted = user_activity(n_ratings, n_users, rng)
+    popularity = rng.permutation(np.arange(1, n_items + 1) ** -POPULARITY_EXPONENT)
+    popularity /= popularity.sum()
+    users, items = distinct_items(wanted, popularity, rng)
     user_factors = rng.normal(size=(n_users, RANK)) / RANK**0.25
     item_factors = rng.normal(size=(n_items, RANK)) / RANK**0.25
     means = (

@@ -103,8 +103,8 @@ class AnnealedLDA(_OnlineLDA):
         The defaults together anneal the first three updates whatever the
         minibatch size, which was level with plain SVI or above it on three
         real corpora, where a fixed number of 64 documents annealed 15
-        updates of minibatches of 1,024 and cost 0.02 nats per held-out word
-        (see the user guide). A fixed ``M`` below ``batch_size``
+        updates of minibatches of 1,024 and, with the CVB0 step, cost 0.02
+        nats per held-out word (see the user guide). A fixed ``M`` below ``batch_size``
         (``M_growth=0``) keeps the noise of M documents to the end, which
         costs held-out fit on large corpora.""",
             },
