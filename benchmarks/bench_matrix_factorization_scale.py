@@ -2,13 +2,14 @@
 
 The ratings are drawn from the model itself with the skew of real rating
 data: users' numbers of ratings and items' popularities follow power laws
-(a few users rate thousands of items, most a handful; a few items get most
-ratings), user and item biases, rank-10 factors and Gaussian noise of
-variance 0.5, rounded to the half-star scale 0.5 to 5 as MovieLens does.
+(a few users rate thousands of items, the median user 17, from 5 to 5,000;
+a few items get most ratings), user and item biases, rank-10 factors and
+Gaussian noise of variance 0.5, rounded to the half-star scale 0.5 to 5 as
+MovieLens does.
 A random 1% of the ratings is held out. Compared on one thread:
 
 - ``SVIMatrixFactorization()`` with its defaults (minibatches of 128 users,
-  10 passes), CPU seconds per pass and in all;
+  10 passes), CPU seconds per pass;
 - the same with ``n_jobs=2``, for two passes (wall seconds: two threads
   share the users of each minibatch);
 - batch variational Bayes (every user in each update, step 1), as many
