@@ -437,10 +437,12 @@ n_components)
     def lower_bound(self, X):
         """The evidence lower bound (ELBO) of the ratings X and the items.
 
-        The users' factors are at their optimum given the items, so the
-        bound is the variational objective of batch variational Bayes at the
-        current items: sum_ij E[log N(y_ij | u_i^T v_j + o, s2)] minus the
-        divergences KL(q || p) of the users' and the items' factors.
+        The users' factors and biases are at their optimum given the items,
+        so the bound is the variational objective of batch variational Bayes
+        at the current items and hyperparameters:
+        sum_ij E[log N(y_ij | u_i^T v_j + a_i + b_j + o, s2)] minus the
+        divergences KL(q || p) of the users' and the items' factors and
+        biases.
 
         Parameters
         ----------

@@ -127,9 +127,9 @@ class _Pairing:
     """
 
     def __init__(self, means, second, biases):
+        n, D = means.shape
         if biases:
             factors = means[:, :-1]
-            n, D = means.shape
             f_second = np.empty((n, D, D))
             f_second[:, :-1, :-1] = second[:, :-1, :-1]
             f_second[:, :-1, -1] = factors
@@ -140,7 +140,6 @@ class _Pairing:
             self.g_mean = means[:, -1]
             self.g_square = second[:, -1, -1]
         else:
-            n, D = means.shape
             f_second = second
             self.f_mean = means
             self.gf = np.zeros_like(means)
