@@ -90,6 +90,11 @@ def _gaussians(precisions, linear):
     return means, covariances
 
 
+def _moved(average, target, rho):
+    """A running average moved a step ``rho`` toward ``target``."""
+    return (1 - rho) * average + rho * target
+
+
 def _second_moments(means, covariances):
     """E[w w^T] = S + m m^T of each Gaussian of a stack, exactly symmetric."""
     return _symmetric(covariances + means[:, :, np.newaxis] * means[:, np.newaxis, :])
@@ -356,9 +361,7 @@ class _OnlineMatrixFactorization(OnlineUpdateMixin, BaseEstimator):
         """
         D = self._side_dimension
         if self.noise_variance == "auto":
-            self._error_average = (1 - rho) * self._error_average + rho * sample_mean[
-                D:
-            ]
+            self._error_average = _moved(self._error_average, sample_mean[D:], rho)
             if self._error_average[1] > 0:
                 self.noise_variance_ = float(
                     self._error_average[0] / self._error_average[1]
@@ -368,12 +371,12 @@ class _OnlineMatrixFactorization(OnlineUpdateMixin, BaseEstimator):
             item_moments = np.mean(
                 np.diagonal(covariances, axis1=1, axis2=2) + means**2, axis=0
             )
-            self._user_moment_average = (
-                1 - rho
-            ) * self._user_moment_average + rho * sample_mean[:D]
-            self._item_moment_average = (
-                1 - rho
-            ) * self._item_moment_average + rho * item_moments
+            self._user_moment_average = _moved(
+                self._user_moment_average, sample_mean[:D], rho
+            )
+            self._item_moment_average = _moved(
+                self._item_moment_average, item_moments, rho
+            )
             self.user_prior_precision_ = 1.0 / self._user_moment_average
             self.item_prior_precision_ = 1.0 / self._item_moment_average
         self._update_attributes()
@@ -514,10 +517,7 @@ class _OnlineMatrixFactorization(OnlineUpdateMixin, BaseEstimator):
             tr(E[w w^T] E[f f^T]) + 2 mu^T E[g f] + E[g^2] - (mu^T E[f] + E[g])^2.
         """
         items = self._items
-        mean = (
-            np.sum(means[rows] * items.f_mean[columns], axis=1)
-            + (items.g_mean[columns])
-        )
+        mean = self._predict_entries(means, rows, columns) - self.rating_offset_
         square = (
             np.sum(second[rows] * items.f_second[columns], axis=1)
             + 2 * np.sum(means[rows] * items.gf[columns], axis=1)
