@@ -227,7 +227,9 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
         prior = _prior_by_row(
             self._prior_natural(), len(self._natural), self._natural.dtype
         )
-        return NoisyOptimum(window.sum, n_total / window.count, prior)
+        return NoisyOptimum(
+            window.sum, n_total / window.count, prior, window.negatively_weighted
+        )
 
     def _start_step_size(self, data, n_total):
         """Start the step size's noise estimates at the initial lambda.

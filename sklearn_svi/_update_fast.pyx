@@ -147,6 +147,26 @@ def step_toward_target(
     return column_sums
 
 
+cdef extern from *:
+    """
+    #define _prefetch(address) __builtin_prefetch(address)
+    """
+    void _prefetch(const void* address) noexcept nogil
+
+
+# Rows ahead of the current one whose values a visit of the listed rows
+# fetches early: the listed rows are scattered, beyond the reach of the
+# processor's own prefetching.
+cdef Py_ssize_t PREFETCH_DISTANCE = 4
+
+
+cdef inline void _prefetch_row(const void* row, Py_ssize_t n_bytes) noexcept nogil:
+    """Ask for the cache lines of a row of ``n_bytes`` bytes."""
+    cdef Py_ssize_t offset
+    for offset in range(0, n_bytes, 64):
+        _prefetch(<const char*> row + offset)
+
+
 def observe_difference(
     const Py_ssize_t[::1] rows,
     const floating[:, ::1] block,
@@ -154,20 +174,31 @@ def observe_difference(
     const floating[:] prior,
     const floating[:, ::1] current,
     const floating[:, ::1] mean,
+    const floating[:] stored_prior,
     floating[:, ::1] updated_mean,
+    floating[:, ::1] stored_mean,
+    const double[::1] carried,
+    const double[::1] pulled,
     double decay,
     double window,
+    bint every_row,
     Py_ssize_t start,
     Py_ssize_t stop,
 ):
     """Fold d = lambda^ - current into the filter's average g on rows ``start`` to ``stop - 1``.
 
-    updated_mean = decay mean + d / window (Houlsby & Blei 2014, Alg. 1),
-    in one pass that forms lambda^ = eta + scale total on the fly, as
-    :func:`step_toward_target` does, and sums ||d||^2 and ||g||^2 in
-    float64. A BLAS dot product would start threads of its own inside the
-    threads of :mod:`sklearn_svi._threads`, and its sum would depend on
-    their number.
+    updated_mean = decay g + d / window (Houlsby & Blei 2014, Alg. 1), in
+    one pass that forms lambda^ = eta + scale total on the fly, as
+    :func:`step_toward_target` does. The filter stores a row's g as of the
+    last update that visited it: the row's g before this update is
+    ``carried[i] mean[i] - pulled[i] (current[i] - stored_prior[i])``,
+    which is the stored g itself when ``carried[i] = 1`` and ``pulled[i] =
+    0``. The
+    pass visits every row with ``every_row``, and otherwise only the
+    listed rows of the total. It sums, in float64, the products from which
+    the filter's norms follow. A BLAS dot product would start threads of
+    its own inside the threads of :mod:`sklearn_svi._threads`, and its sum
+    would depend on their number.
 
     Parameters
     ----------
@@ -176,46 +207,84 @@ def observe_difference(
     current : ndarray of shape (n_params, n_components)
         lambda before the update.
     mean : ndarray of shape (n_params, n_components)
-        The average g of the differences so far, read only.
+        The stored average g of the differences so far, read only.
+    stored_prior : ndarray of shape (n_params,)
+        eta of each row when the stored g was last brought up to date.
     updated_mean : ndarray of shape (n_params, n_components)
-        Output: the new average on rows ``start`` to ``stop - 1``.
+        Output: the new average on the visited rows; it may be ``mean``
+        itself, each value is read before it is written.
+    stored_mean : ndarray of shape (n_rows, n_components)
+        Output, when only the listed rows are visited: their values of
+        ``mean``, as read (a copy that can undo an update in place).
+    carried, pulled : ndarray of shape (n_params,)
+        How the stored g of each row becomes its g before the update.
     decay : float
         1 - 1 / window.
     window : float
         The filter's window tau.
+    every_row : bool
+        Whether every row is visited, or only the listed ones.
     start, stop : int
         The range of rows.
 
     Returns
     -------
-    squared_norms : ndarray of shape (2,)
-        ||d||^2 and ||g||^2 over the rows.
+    sums : ndarray of shape (6,)
+        Over the visited rows, with e = current - eta, s = lambda^ - eta
+        and g the average before the update: ||e||^2, <g, e>, ||g||^2,
+        <g, s>, <e, s> and ||s||^2.
     """
     cdef Py_ssize_t n_components = current.shape[1]
-    cdef Py_ssize_t i, k, listed = 0
+    cdef Py_ssize_t i, k, position, ahead, listed = 0
+    cdef Py_ssize_t n_listed = rows.shape[0]
+    cdef Py_ssize_t n_visits = stop - start if every_row else n_listed
+    cdef Py_ssize_t row_bytes = n_components * sizeof(floating)
     cdef floating factor = <floating> scale
     cdef floating keep = <floating> decay
     cdef floating share = <floating> (1.0 / window)
-    cdef floating eta, difference, average
-    cdef double squared_distance = 0.0, squared_mean_norm = 0.0
+    cdef floating eta, stored_eta, carry, pull, excess, target, average
+    cdef bint is_listed
+    cdef double e, g, t
+    cdef double squared_excess = 0.0, mean_excess = 0.0, squared_mean = 0.0
+    cdef double mean_target = 0.0, excess_target = 0.0, squared_target = 0.0
     with nogil:
-        for i in range(start, stop):
+        for position in range(n_visits):
+            if not every_row and position + PREFETCH_DISTANCE < n_listed:
+                ahead = rows[position + PREFETCH_DISTANCE]
+                _prefetch_row(&current[ahead, 0], row_bytes)
+                _prefetch_row(&mean[ahead, 0], row_bytes)
+            i = start + position if every_row else rows[position]
             eta = prior[i]
-            if listed < rows.shape[0] and rows[listed] == i:
-                for k in range(n_components):
-                    difference = (
-                        _noisy_optimum(block[listed, k], factor, eta) - current[i, k]
-                    )
-                    average = keep * mean[i, k] + share * difference
-                    updated_mean[i, k] = average
-                    squared_distance += <double> difference * difference
-                    squared_mean_norm += <double> average * average
+            stored_eta = stored_prior[i]
+            carry = <floating> carried[i]
+            pull = <floating> pulled[i]
+            is_listed = listed < n_listed and rows[listed] == i
+            for k in range(n_components):
+                excess = current[i, k] - eta
+                target = block[listed, k] * factor if is_listed else 0
+                if not every_row:
+                    stored_mean[position, k] = mean[i, k]
+                average = carry * mean[i, k] - pull * (current[i, k] - stored_eta)
+                updated_mean[i, k] = keep * average + share * (target - excess)
+                e = excess
+                g = average
+                t = target
+                squared_excess += e * e
+                mean_excess += g * e
+                squared_mean += g * g
+                mean_target += g * t
+                excess_target += e * t
+                squared_target += t * t
+            if is_listed:
                 listed += 1
-            else:
-                for k in range(n_components):
-                    difference = eta - current[i, k]
-                    average = keep * mean[i, k] + share * difference
-                    updated_mean[i, k] = average
-                    squared_distance += <double> difference * difference
-                    squared_mean_norm += <double> average * average
-    return np.array([squared_distance, squared_mean_norm], dtype=np.float64)
+    return np.array(
+        [
+            squared_excess,
+            mean_excess,
+            squared_mean,
+            mean_target,
+            excess_target,
+            squared_target,
+        ],
+        dtype=np.float64,
+    )

@@ -9,6 +9,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 from sklearn_svi import FilteredLDA, SmoothedLDA, _update_state, make_lda_corpus
 from sklearn_svi._mechanisms import (
     AdaptiveGain,
+    ConstantStepSize,
     FilteredStepSize,
     GaussianFilter,
     Mechanisms,
@@ -338,3 +339,90 @@ def test_step_size_record_is_thinned_to_a_bound(planted_corpus, monkeypatch):
     assert updates == [8, 16, 24, 32, 40, 48, 56]
     full = dict(zip(*complete.step_size_history_.values()))
     assert thinned.step_size_history_["step_size"] == [full[u] for u in updates]
+
+
+def dense_filter_estimates(targets, currents, step_sizes, n_start, corrected=True):
+    """Q, R and tau after each update by the recursion over every row.
+
+    ``targets`` and ``currents`` are lambda^ and lambda of each observation,
+    the first ``n_start`` of them the start; ``step_sizes`` the steps taken
+    after the others.
+    """
+    mean = np.zeros_like(currents[0])
+    mean_norm = weight_square_sum = 0.0
+    noise = 0.0
+    window = 0.0
+    estimates = []
+    for t, (target, current) in enumerate(zip(targets, currents)):
+        if t < n_start:
+            window = float(t + 1)
+        decay = 1.0 - 1.0 / window
+        difference = target - current
+        mean = decay * mean + difference / window
+        mean_norm = decay * mean_norm + np.sum(difference**2) / window
+        weight_square_sum = decay**2 * weight_square_sum + 1.0 / window**2
+        spread = max(mean_norm - np.sum(mean**2), 0.0) / mean.size
+        if not corrected:
+            drift, noise = np.sum(mean**2) / mean.size, spread
+        else:
+            if weight_square_sum < 1.0:
+                noise = spread / (1.0 - weight_square_sum)
+            drift = max(np.sum(mean**2) / mean.size - weight_square_sum * noise, 0.0)
+        if t >= n_start:
+            window = (1.0 - step_sizes[t - n_start]) * window + 1.0
+            estimates.append((drift, noise, window))
+    return np.array(estimates)
+
+
+@pytest.mark.parametrize("corrected", [True, False])
+def test_lazy_averages_follow_the_recursion_over_every_row(corrected):
+    # Each target lists a fifth of the rows (lambda^ = eta elsewhere); eta
+    # changes once and two updates are projected, which the closed form of
+    # the rows not listed cannot follow; steps of 0.6 or more bring the
+    # clock's scales to 1e-30 within the run.
+    rng = np.random.RandomState(0)
+    n_rows, n_components, n_start = 200, 3, 3
+    step_size = FilteredStepSize(
+        GaussianFilter(0.0),
+        (n_rows, n_components),
+        np.float64,
+        n_start,
+        corrected=corrected,
+        floor=ConstantStepSize(0.6),
+    )
+    current = rng.gamma(2.0, 1.0, (n_rows, n_components))
+    prior = np.full(n_rows, 0.1)
+
+    def draw(negatively_weighted=False):
+        rows = np.sort(rng.choice(n_rows, n_rows // 5, replace=False))
+        total = rng.gamma(1.0, 1.0, (len(rows), n_components))
+        optimum = NoisyOptimum(
+            SparseStatistic(rows, total),
+            3.0,
+            np.broadcast_to(prior, (n_rows,)).copy(),
+            negatively_weighted,
+        )
+        dense = np.repeat(prior[:, np.newaxis], n_components, axis=1)
+        dense[rows] += 3.0 * total
+        return optimum, dense
+
+    starts = [draw() for _ in range(n_start)]
+    step_size.start((optimum for optimum, _ in starts), current)
+    targets = [dense for _, dense in starts]
+    currents = [current.copy()] * n_start
+    step_sizes, estimates = [], []
+    for t in range(1, 201):
+        if t == 80:
+            prior = prior * 1.5
+        optimum, dense = draw(negatively_weighted=t in (40, 41, 120))
+        targets.append(dense)
+        currents.append(current.copy())
+        rho = step_size(t, optimum, current)
+        step_sizes.append(rho)
+        estimates.append((step_size.drift, step_size.noise, step_size.window))
+        current = (1.0 - rho) * current + rho * dense
+        if optimum.negatively_weighted:
+            current[rng.rand(n_rows) < 0.1] += 1.0  # a projection's change
+    assert min(step_sizes) >= 0.6
+    expected = dense_filter_estimates(targets, currents, step_sizes, n_start, corrected)
+    assert_allclose(estimates, expected, rtol=1e-9, atol=1e-12)

@@ -192,34 +192,57 @@ def test_moments_and_step_match_numpy_on_their_rows(dtype, by_row, all_rows):
     expected_target = prior[:, np.newaxis] + scale * total
     tolerance = np.finfo(dtype).eps * 4
 
-    # The filter's moments: d = lambda^ - lambda folded into the average g.
+    # The filter's moments: each row's g is first brought up to date from
+    # its stored value, carried[i] g - pulled[i] (lambda - stored eta),
+    # then d = lambda^ - lambda is folded in.
     mean = rng.random((30, 4)).astype(dtype)
-    updated_mean = np.zeros_like(mean)
+    stored_prior = (prior + rng.random(30)).astype(dtype)
+    carried, pulled = rng.random(30), rng.random(30)
     decay, window = 0.75, 4.0
-    difference = expected_target[span] - natural[span]
-    expected_mean = decay * mean[span] + difference / window
-    norms = observe_difference(
-        *window_sum.restricted_to(span),
-        scale,
-        prior,
-        natural,
-        mean,
-        updated_mean,
-        decay,
-        window,
-        5,
-        20,
+    excess = (natural - prior[:, np.newaxis]).astype(np.float64)
+    listed_target = (expected_target - prior[:, np.newaxis]).astype(np.float64)
+    up_to_date = carried[:, np.newaxis] * mean - pulled[:, np.newaxis] * (
+        natural - stored_prior[:, np.newaxis]
     )
-    np.testing.assert_allclose(updated_mean[span], expected_mean, rtol=tolerance * 4)
-    np.testing.assert_allclose(
-        norms,
-        [
-            np.sum(difference.astype(np.float64) ** 2),
-            np.sum(expected_mean.astype(np.float64) ** 2),
-        ],
-        rtol=tolerance * 16,
-    )
-    assert not updated_mean[:5].any() and not updated_mean[20:].any()
+    expected_mean = decay * up_to_date + (listed_target - excess) / window
+    in_span = np.arange(30)[span]
+    listed_in_span = rows[(rows >= 5) & (rows < 20)]
+    for every_row, visited in [(True, in_span), (False, listed_in_span)]:
+        updated_mean = mean.copy()
+        stored = np.zeros((len(visited), 4), dtype=dtype)
+        sums = observe_difference(
+            *window_sum.restricted_to(span),
+            scale,
+            prior,
+            natural,
+            mean,
+            stored_prior,
+            updated_mean,
+            stored,
+            carried,
+            pulled,
+            decay,
+            window,
+            every_row,
+            5,
+            20,
+        )
+        np.testing.assert_allclose(
+            updated_mean[visited], expected_mean[visited], rtol=tolerance * 16
+        )
+        unvisited = np.setdiff1d(np.arange(30), visited)
+        np.testing.assert_array_equal(updated_mean[unvisited], mean[unvisited])
+        g, e, t = (
+            array[visited].astype(np.float64)
+            for array in (up_to_date, excess, listed_target)
+        )
+        pairs = [(e, e), (g, e), (g, g), (g, t), (e, t), (t, t)]
+        np.testing.assert_allclose(
+            sums, [np.sum(a * b) for a, b in pairs], rtol=tolerance * 64
+        )
+        if not every_row:
+            # The stored values of the listed rows, as read.
+            np.testing.assert_array_equal(stored, mean[visited])
 
     before = natural.copy()
     expected = (1.0 - rho) * natural[span] + rho * expected_target[span]

@@ -39,10 +39,15 @@ class SparseStatistic:
         extra = 0 if self.sample_mean is None else self.sample_mean.nbytes
         return self.block.nbytes + self.rows.nbytes + extra
 
+    def positions(self, span):
+        """The slice of the listed rows that fall in the slice ``span``."""
+        first, last = np.searchsorted(self.rows, [span.start, span.stop])
+        return slice(first, last)
+
     def restricted_to(self, span):
         """The row indices and values that fall in the slice ``span``."""
-        first, last = np.searchsorted(self.rows, [span.start, span.stop])
-        return self.rows[first:last], self.block[first:last]
+        listed = self.positions(span)
+        return self.rows[listed], self.block[listed]
 
 
 def _replace_rows(total, oldest, newest, span):

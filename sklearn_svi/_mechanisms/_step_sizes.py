@@ -10,6 +10,10 @@ from .._transaction import spare_like
 from .._update_fast import observe_difference
 from ._smoothing import SparseStatistic
 
+# The filter visits every row, and restarts its clock, before the clock's
+# scales fall below this value, far from underflow.
+_SMALLEST_CLOCK = 1e-30
+
 
 @dataclass(frozen=True)
 class NoisyOptimum:
@@ -27,11 +31,15 @@ class NoisyOptimum:
         N / (number of statistics in the window).
     prior : ndarray of shape (n_params,)
         eta of each row (a broadcast view when it is the same for all).
+    negatively_weighted : bool, default=False
+        Whether a statistic of the total had a negative annealing weight:
+        the update toward lambda^ may then be followed by a projection.
     """
 
     total: SparseStatistic
     scale: float
     prior: np.ndarray
+    negatively_weighted: bool = False
 
     def restricted_to(self, span):
         """The rows and block of the total in the slice ``span``, the scale
@@ -171,8 +179,26 @@ class FilteredStepSize:
 
     Before the first update, ``start`` sets g and h to plain means over
     ``monte_carlo_batches`` minibatches drawn at the initial lambda, and
-    tau to their number, as Ranganath et al. do. d_t is summed in one
+    tau to their number, as Ranganath et al. do. d_t is summed in a
     compiled pass that forms lambda^ on the fly, never as an array.
+
+    The averages are kept lazily, so that an update costs what the rows of
+    its minibatch cost. Where the window's total lists no value, lambda^ =
+    eta: there d_t = -e_t with e = lambda - eta, and the update only scales
+    e by 1 - rho_t. Between two updates that list it, the g of such a row
+    is a closed form of the g stored when it was last listed, at update r,
+    and of its current e:
+
+        g_t = D_t (g_r / D_r - (F_t - F_r) e_{t+1} / C_{t+1}),
+
+    with the clock D_t = prod_{s<=t} (1 - 1/tau_s), C_t = prod_{s<t} (1 -
+    rho_s) and F_t = sum_{s<=t} C_s / (tau_s D_s). ||d_t||^2 and ||g_t||^2
+    over all rows follow from running totals of ||e||^2, <g, e> and
+    ||g||^2, which move in closed form on the rows not listed. An update
+    therefore visits the listed rows only, and every row (restarting the
+    clock) when tau is one, when the clock's scales near underflow, when
+    eta changed, after an update that a projection may have followed, or
+    when the total lists more than half of the rows.
 
     With a ``floor`` (the package's variant) the step is never below that
     floor's step of the same update: the filter can raise the step above a
@@ -194,6 +220,11 @@ class FilteredStepSize:
         Whether Q and R are corrected for the noise of the average.
     floor : RobbinsMonroStepSize, ConstantStepSize or None, default=None
         The schedule whose steps bound the step from below; None for none.
+
+    Attributes
+    ----------
+    mean_difference : ndarray of shape (n_params, n_components)
+        The stored g: each row as of the last update that visited it.
     """
 
     def __init__(
@@ -210,15 +241,32 @@ class FilteredStepSize:
         self.corrected = corrected
         self.floor = floor
         self.mean_difference = np.zeros(shape, dtype=dtype)
-        # Each update writes the new g here and swaps it in, so that g is
-        # never changed in place and ``rollback`` only rebinds names.
+        # A visit of every row writes the new g here and swaps it in; a
+        # visit of the listed rows writes them in place and records them.
         self._spare_mean = None
         self._saved = None
+        self._undo = []
         self.mean_squared_norm = 0.0
         self.weight_square_sum = 0.0
         self.window = 0.0
         self.drift = 0.0
         self.noise = 0.0
+        # The clock: D, F and C of the last update, and D_r and F_r of each
+        # row (the values of the update that last visited it).
+        self._clock_decay = 1.0
+        self._clock_offset = 0.0
+        self._clock_shrink = 1.0
+        self._row_decay = np.ones(shape[0])
+        self._row_offset = np.zeros(shape[0])
+        # Running totals over all rows: ||e||^2, <g, e> and ||g||^2.
+        self._squared_excess = 0.0
+        self._mean_excess = 0.0
+        self._squared_mean = 0.0
+        # <e, s>, ||s||^2 and <g, s> on the listed rows (s = lambda^ - eta),
+        # from which the totals follow the step.
+        self._step_sums = (0.0, 0.0, 0.0)
+        self._prior = None
+        self._visit_all_rows = True
 
     def start(self, targets, current):
         """Set the averages to the means of ``targets - current``.
@@ -258,6 +306,7 @@ class FilteredStepSize:
         if self.floor is not None:
             rho = max(rho, self.floor(step, target, current))
         self.window = (1.0 - rho) * self.window + 1.0
+        self._follow_step(rho, target)
         return rho
 
     def _observe(self, target, current):
@@ -266,21 +315,88 @@ class FilteredStepSize:
         Summed over fixed blocks of rows on the active threads.
         """
         decay = 1.0 - 1.0 / self.window
-        updated_mean = spare_like(self.mean_difference, self._spare_mean)
-        squared_distance, squared_mean_norm = sum_rows(
+        share = 1.0 / self.window
+        every_row = self._visits_every_row(target, decay, len(current))
+        # How each row's stored g becomes its g before this update.
+        carried = self._clock_decay / self._row_decay
+        pulled = (
+            self._clock_decay
+            * (self._clock_offset - self._row_offset)
+            / self._clock_shrink
+        )
+        rows = target.total.rows
+        if every_row:
+            updated_mean = spare_like(self.mean_difference, self._spare_mean)
+            stored_mean = self.mean_difference[:0]
+        else:
+            updated_mean = self.mean_difference
+            stored_mean = np.empty(
+                (len(rows), self.mean_difference.shape[1]),
+                dtype=self.mean_difference.dtype,
+            )
+        (
+            visited_excess,
+            visited_product,
+            visited_mean,
+            visited_mean_target,
+            excess_target,
+            target_norm,
+        ) = sum_rows(
             lambda span: observe_difference(
                 *target.restricted_to(span),
                 current,
                 self.mean_difference,
+                target.prior if self._prior is None else self._prior,
                 updated_mean,
+                stored_mean if every_row else stored_mean[target.total.positions(span)],
+                carried,
+                pulled,
                 decay,
                 self.window,
+                every_row,
                 span.start,
                 span.stop,
             ),
             len(current),
         )
-        self._spare_mean, self.mean_difference = self.mean_difference, updated_mean
+        # On the visited rows d = s - e and g' = decay g + d / tau.
+        visited_distance = target_norm - 2.0 * excess_target + visited_excess
+        updated_norm = (
+            decay**2 * visited_mean
+            + 2.0 * decay * share * (visited_mean_target - visited_product)
+            + share**2 * visited_distance
+        )
+        updated_product = decay * visited_product + share * (
+            excess_target - visited_excess
+        )
+        updated_target = decay * visited_mean_target + share * (
+            target_norm - excess_target
+        )
+        if every_row:
+            self._spare_mean, self.mean_difference = self.mean_difference, updated_mean
+            squared_distance = visited_distance
+            squared_mean_norm = updated_norm
+            self._squared_excess = visited_excess
+            self._mean_excess = updated_product
+            self._restart_clock(target)
+        else:
+            # The rows not listed: d = -e, g <- decay g - e / tau.
+            other_excess = max(self._squared_excess - visited_excess, 0.0)
+            other_product = self._mean_excess - visited_product
+            other_mean = max(self._squared_mean - visited_mean, 0.0)
+            squared_distance = other_excess + visited_distance
+            squared_mean_norm = (
+                decay**2 * other_mean
+                - 2.0 * decay * share * other_product
+                + share**2 * other_excess
+                + updated_norm
+            )
+            self._mean_excess = decay * other_product - share * other_excess
+            self._mean_excess += updated_product
+            self._record_rows(rows, stored_mean)
+            self._advance_clock(rows, decay, share)
+        self._squared_mean = squared_mean_norm
+        self._step_sums = (excess_target, target_norm, updated_target)
         self.mean_squared_norm = (
             decay * self.mean_squared_norm + squared_distance / self.window
         )
@@ -301,8 +417,67 @@ class FilteredStepSize:
             self.drift = max(mean_square - self.weight_square_sum * self.noise, 0.0)
         return float(squared_distance)
 
+    def _visits_every_row(self, target, decay, n_rows):
+        """Whether the update visits every row: the closed form of the rows
+        not listed does not hold, or does not save enough."""
+        return (
+            self._visit_all_rows
+            or target.negatively_weighted
+            or decay == 0.0
+            or self._clock_decay * decay < _SMALLEST_CLOCK
+            or self._clock_shrink < _SMALLEST_CLOCK
+            or 2 * len(target.total.rows) > n_rows
+            or not np.array_equal(target.prior, self._prior)
+        )
+
+    def _restart_clock(self, target):
+        """After a visit of every row, each row's g is up to date: the
+        clock restarts at D = C = 1 and F = 0."""
+        self._clock_decay = 1.0
+        self._clock_offset = 0.0
+        self._clock_shrink = 1.0
+        self._row_decay = np.ones(len(self._row_decay))
+        self._row_offset = np.zeros(len(self._row_offset))
+        self._prior = np.array(target.prior)
+        self._visit_all_rows = False
+
+    def _advance_clock(self, rows, decay, share):
+        """D_t = D_{t-1} (1 - 1/tau_t), F_t = F_{t-1} + C_t / (tau_t D_t);
+        the visited ``rows`` take the clock's D and F."""
+        self._clock_decay *= decay
+        self._clock_offset += share * self._clock_shrink / self._clock_decay
+        self._row_decay[rows] = self._clock_decay
+        self._row_offset[rows] = self._clock_offset
+
+    def _follow_step(self, rho, target):
+        """Carry the totals and the clock over the update by ``rho``:
+        e <- (1 - rho) e + rho s, C_{t+1} = (1 - rho) C_t."""
+        excess_target, target_norm, mean_target = self._step_sums
+        keep = 1.0 - rho
+        self._squared_excess = (
+            keep**2 * self._squared_excess
+            + 2.0 * rho * keep * excess_target
+            + rho**2 * target_norm
+        )
+        self._mean_excess = keep * self._mean_excess + rho * mean_target
+        self._clock_shrink *= keep
+        # A projection may change lambda in no closed form: this update
+        # brought every row's g up to date, and the next one sums the
+        # totals afresh.
+        self._visit_all_rows = target.negatively_weighted
+
+    def _record_rows(self, rows, stored_mean):
+        """Record the stored g, ``stored_mean``, and the clock of ``rows``,
+        changed in place, for :meth:`rollback`."""
+        if self._saved is None:
+            return
+        arrays = (self.mean_difference, self._row_decay, self._row_offset)
+        values = (stored_mean, self._row_decay[rows], self._row_offset[rows])
+        self._undo.append((rows, arrays, values))
+
     def begin(self):
         """Record the averages and the filter's state, for :meth:`rollback`."""
+        self._undo = []
         self._saved = (
             {name: value for name, value in vars(self).items() if name != "_saved"},
             vars(self.gain_rule).copy(),
@@ -311,24 +486,30 @@ class FilteredStepSize:
     def commit(self):
         """Keep the changes since :meth:`begin`."""
         self._saved = None
+        self._undo = []
 
     def rollback(self):
         """Return to the state recorded by :meth:`begin`.
 
-        Every change since is a new value bound to a name (g is written to
-        a spare array and swapped in), so restoring the names restores the
-        state.
+        The rows changed in place are written back, newest first; every
+        other change since is a new value bound to a name, so restoring the
+        names restores the rest.
         """
         if self._saved is None:
             return
+        for rows, arrays, values in reversed(self._undo):
+            for array, value in zip(arrays, values):
+                array[rows] = value
         attributes, gain_attributes = self._saved
         vars(self).update(attributes)
         vars(self.gain_rule).update(gain_attributes)
         self._saved = None
+        self._undo = []
 
     def __getstate__(self):
-        # The spare array holds no information.
-        return {**vars(self), "_spare_mean": None, "_saved": None}
+        # The spare array and the records of a transaction hold no
+        # information.
+        return {**vars(self), "_spare_mean": None, "_saved": None, "_undo": []}
 
     def state(self):
         """Q, R, tau and the filter's own state."""
