@@ -167,6 +167,55 @@ cdef inline void _prefetch_row(const void* row, Py_ssize_t n_bytes) noexcept nog
         _prefetch(<const char*> row + offset)
 
 
+cdef inline void _fold_row(
+    const floating* row,
+    const floating* stored,
+    floating* updated,
+    const floating* total,
+    floating factor,
+    floating eta,
+    floating stored_eta,
+    floating carry,
+    floating pull,
+    floating keep,
+    floating share,
+    Py_ssize_t n_components,
+    double* sums,
+) noexcept nogil:
+    """One row of :func:`observe_difference`; ``total`` is NULL for a row
+    that is not listed (s = 0: its three products with s are skipped)."""
+    cdef Py_ssize_t k
+    cdef double e, g, t
+    cdef double squared_excess = 0.0, mean_excess = 0.0, squared_mean = 0.0
+    cdef double mean_target = 0.0, excess_target = 0.0, squared_target = 0.0
+    if total == NULL:
+        for k in range(n_components):
+            e = row[k] - eta
+            g = carry * stored[k] - pull * (row[k] - stored_eta)
+            updated[k] = keep * <floating> g - share * <floating> e
+            squared_excess += e * e
+            mean_excess += g * e
+            squared_mean += g * g
+    else:
+        for k in range(n_components):
+            e = row[k] - eta
+            g = carry * stored[k] - pull * (row[k] - stored_eta)
+            t = total[k] * factor
+            updated[k] = keep * <floating> g + share * <floating> (t - e)
+            squared_excess += e * e
+            mean_excess += g * e
+            squared_mean += g * g
+            mean_target += g * t
+            excess_target += e * t
+            squared_target += t * t
+    sums[0] += squared_excess
+    sums[1] += mean_excess
+    sums[2] += squared_mean
+    sums[3] += mean_target
+    sums[4] += excess_target
+    sums[5] += squared_target
+
+
 def observe_difference(
     const Py_ssize_t[::1] rows,
     const floating[:, ::1] block,
@@ -242,11 +291,10 @@ def observe_difference(
     cdef floating factor = <floating> scale
     cdef floating keep = <floating> decay
     cdef floating share = <floating> (1.0 / window)
-    cdef floating eta, stored_eta, carry, pull, excess, target, average
     cdef bint is_listed
-    cdef double e, g, t
-    cdef double squared_excess = 0.0, mean_excess = 0.0, squared_mean = 0.0
-    cdef double mean_target = 0.0, excess_target = 0.0, squared_target = 0.0
+    cdef double[6] sums
+    for k in range(6):
+        sums[k] = 0.0
     with nogil:
         for position in range(n_visits):
             if not every_row and position + PREFETCH_DISTANCE < n_listed:
@@ -254,37 +302,25 @@ def observe_difference(
                 _prefetch_row(&current[ahead, 0], row_bytes)
                 _prefetch_row(&mean[ahead, 0], row_bytes)
             i = start + position if every_row else rows[position]
-            eta = prior[i]
-            stored_eta = stored_prior[i]
-            carry = <floating> carried[i]
-            pull = <floating> pulled[i]
-            is_listed = listed < n_listed and rows[listed] == i
-            for k in range(n_components):
-                excess = current[i, k] - eta
-                target = block[listed, k] * factor if is_listed else 0
-                if not every_row:
+            if not every_row:
+                for k in range(n_components):
                     stored_mean[position, k] = mean[i, k]
-                average = carry * mean[i, k] - pull * (current[i, k] - stored_eta)
-                updated_mean[i, k] = keep * average + share * (target - excess)
-                e = excess
-                g = average
-                t = target
-                squared_excess += e * e
-                mean_excess += g * e
-                squared_mean += g * g
-                mean_target += g * t
-                excess_target += e * t
-                squared_target += t * t
+            is_listed = listed < n_listed and rows[listed] == i
+            _fold_row(
+                &current[i, 0],
+                &mean[i, 0],
+                &updated_mean[i, 0],
+                &block[listed, 0] if is_listed else NULL,
+                factor,
+                prior[i],
+                stored_prior[i],
+                <floating> carried[i],
+                <floating> pulled[i],
+                keep,
+                share,
+                n_components,
+                sums,
+            )
             if is_listed:
                 listed += 1
-    return np.array(
-        [
-            squared_excess,
-            mean_excess,
-            squared_mean,
-            mean_target,
-            excess_target,
-            squared_target,
-        ],
-        dtype=np.float64,
-    )
+    return np.array([sums[k] for k in range(6)], dtype=np.float64)

@@ -197,8 +197,8 @@ class FilteredStepSize:
     ||g||^2, which move in closed form on the rows not listed. An update
     therefore visits the listed rows only, and every row (restarting the
     clock) when tau is one, when the clock's scales near underflow, when
-    eta changed, after an update that a projection may have followed, or
-    when the total lists more than half of the rows.
+    eta changed, around an update that a projection may follow, and when
+    the total lists every row (a window of L > 1).
 
     With a ``floor`` (the package's variant) the step is never below that
     floor's step of the same update: the filter can raise the step above a
@@ -419,14 +419,14 @@ class FilteredStepSize:
 
     def _visits_every_row(self, target, decay, n_rows):
         """Whether the update visits every row: the closed form of the rows
-        not listed does not hold, or does not save enough."""
+        not listed does not hold, or there are none."""
         return (
             self._visit_all_rows
             or target.negatively_weighted
             or decay == 0.0
             or self._clock_decay * decay < _SMALLEST_CLOCK
             or self._clock_shrink < _SMALLEST_CLOCK
-            or 2 * len(target.total.rows) > n_rows
+            or len(target.total.rows) == n_rows
             or not np.array_equal(target.prior, self._prior)
         )
 
