@@ -1,9 +1,9 @@
 # cython: boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """Compiled row operations of the shared online update.
 
-The update of lambda, the filter's moments and the smoothing window's running
-sum touch every value of arrays of shape (n_params, n_components) once per
-minibatch. NumPy needs a temporary array and a pass over memory per
+The update of lambda and the smoothing window's running sum touch every value
+of arrays of shape (n_params, n_components) once per minibatch, the filter's
+moments the rows of the minibatch. NumPy needs a temporary array and a pass over memory per
 arithmetic operation (for lambda^, for the convex combination, for the
 differences, and a gather, an addition and a scatter for each sum over some
 rows); these loops make one pass without the GIL and never form lambda^, so

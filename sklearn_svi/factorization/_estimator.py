@@ -109,6 +109,9 @@ class SVIMatrixFactorization(
     ----------
     components_ : ndarray of shape (n_components, n_features)
         m_j, the posterior mean of each item's factor, one column per item.
+        It and the next two attributes are formed at the end of each pass
+        of ``fit`` and each ``partial_fit``: an update forms only the
+        posteriors of the items its users rated.
     component_covariances_ : ndarray of shape (n_features, n_components, \
 n_components)
         S_j, the posterior covariance of each item's factor.
@@ -250,7 +253,7 @@ n_components)
         """
         X = self._check_fitted_data(X)
         means = self._user_posteriors(X)[0]
-        items = self._items
+        items = self._item_pairing()
         return means @ items.f_mean.T + items.g_mean + self.rating_offset_
 
     def predict_pairs(self, X, users, items, return_std=False):

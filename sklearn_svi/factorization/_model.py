@@ -54,6 +54,10 @@ from .._validation import LISTED_ROWS, listed_rows, rows_of_entries
 # statistics are added in order, so the result does not depend on n_jobs.
 _LOCAL_BLOCK_SIZE = 4096
 
+# Empirical Bayes estimates the items' mean E[w_jk^2] from this many items
+# drawn anew each update, when there are more (see ``_after_update``).
+_ITEM_MOMENT_SAMPLE = 2048
+
 # A learned prior precision starts here, and a learned noise variance at
 # the variance of the first training ratings around the offset.
 _INITIAL_PRIOR_PRECISION = 1.0
@@ -93,6 +97,11 @@ def _gaussians(precisions, linear):
 def _moved(average, target, rho):
     """A running average moved a step ``rho`` toward ``target``."""
     return (1 - rho) * average + rho * target
+
+
+def _mean_second_moment(means, covariances):
+    """The mean of E[w_k^2] = S_kk + m_k^2 over a stack of Gaussians."""
+    return np.mean(np.diagonal(covariances, axis1=1, axis2=2) + means**2, axis=0)
 
 
 def _second_moments(means, covariances):
@@ -300,11 +309,13 @@ class _OnlineMatrixFactorization(OnlineUpdateMixin, BaseEstimator):
         # lambda is stored without the prior.
         return 0.0
 
-    def _item_posteriors(self):
-        """Means and covariances of the items' q(w_j) from lambda:
-        P_j = E + s2^-1 (stored P_j), h_j = s2^-1 (stored h_j)."""
+    def _item_posteriors(self, items=None):
+        """Means and covariances of q(w_j) of the ``items`` (every item when
+        None) from lambda: P_j = E + s2^-1 (stored P_j), h_j = s2^-1
+        (stored h_j)."""
         D = self._side_dimension
-        natural = self._natural.astype(np.float64)
+        natural = self._natural if items is None else self._natural[items]
+        natural = natural.astype(np.float64)
         precisions = natural[:, D:].reshape(-1, D, D) / self.noise_variance_
         precisions += np.diag(self.item_prior_precision_)
         try:
@@ -338,7 +349,13 @@ class _OnlineMatrixFactorization(OnlineUpdateMixin, BaseEstimator):
         return int(outside.sum())
 
     def _update_attributes(self):
-        """The items' posteriors and what the users' local step reads."""
+        """Every item's posterior, kept until lambda moves, and the fitted
+        attributes formed from them.
+
+        An update reads and changes the posteriors of the items its users
+        rated, so all of them are formed only at the end of each pass (and
+        at the start of the fit).
+        """
         means, covariances = self._item_posteriors()
         dtype = self._natural.dtype
         rank = self.n_components
@@ -347,8 +364,50 @@ class _OnlineMatrixFactorization(OnlineUpdateMixin, BaseEstimator):
         self.item_biases_ = (
             means[:, rank].astype(dtype) if self.biases else np.zeros(0, dtype=dtype)
         )
-        self._item_moments = (means, covariances)
-        self._items = _Pairing(means, _second_moments(means, covariances), self.biases)
+        self._item_moments = (None, means, covariances)
+        self._item_moment_estimate = _mean_second_moment(means, covariances)
+
+    def _current_item_moments(self, items=None):
+        """Means and covariances of q(w_j) of the sorted ``items`` (every
+        item when None) at the current lambda.
+
+        Those formed since lambda last moved (``_item_moments``: the items,
+        None for all, and their moments) are reused, and only the others
+        formed.
+        """
+        if self._item_moments is None:
+            return self._item_posteriors(items)
+        known, means, covariances = self._item_moments
+        if known is None:
+            if items is None:
+                return means, covariances
+            return means[items], covariances[items]
+        if items is None:
+            items = np.arange(len(self._natural))
+        positions = np.searchsorted(known, items)
+        found = positions < len(known)
+        found[found] = known[positions[found]] == items[found]
+        all_means = np.empty((len(items), means.shape[1]))
+        all_covariances = np.empty((len(items), *covariances.shape[1:]))
+        all_means[found] = means[positions[found]]
+        all_covariances[found] = covariances[positions[found]]
+        if not found.all():
+            missing = self._item_posteriors(items[~found])
+            all_means[~found], all_covariances[~found] = missing
+        return all_means, all_covariances
+
+    def _item_pairing(self, items=None):
+        """What the users read of q(w_j) of the sorted ``items`` (every item
+        when None): :class:`_Pairing`."""
+        means, covariances = self._current_item_moments(items)
+        return _Pairing(means, _second_moments(means, covariances), self.biases)
+
+    def _natural_updated(self, row_sums):
+        # The item posteriors formed before no longer hold.
+        self._item_moments = None
+
+    def _after_pass(self):
+        self._update_attributes()
 
     # -- empirical Bayes -------------------------------------------------------------
 
@@ -357,7 +416,8 @@ class _OnlineMatrixFactorization(OnlineUpdateMixin, BaseEstimator):
         ``rho`` toward the minibatch's maximisers of the ELBO.
 
         ``sample_mean`` holds the minibatch means of each user's E[w_ik^2]
-        (D values), sum_j E[r_ij^2] and number of ratings.
+        (D values), sum_j E[r_ij^2] and number of ratings; the items' mean
+        E[w_jk^2] was estimated at the end of the update before.
         """
         D = self._side_dimension
         if self.noise_variance == "auto":
@@ -367,25 +427,47 @@ class _OnlineMatrixFactorization(OnlineUpdateMixin, BaseEstimator):
                     self._error_average[0] / self._error_average[1]
                 )
         if self.prior_precision == "auto":
-            means, covariances = self._item_moments
-            item_moments = np.mean(
-                np.diagonal(covariances, axis1=1, axis2=2) + means**2, axis=0
-            )
             self._user_moment_average = _moved(
                 self._user_moment_average, sample_mean[:D], rho
             )
             self._item_moment_average = _moved(
-                self._item_moment_average, item_moments, rho
+                self._item_moment_average, self._item_moment_estimate, rho
             )
             self.user_prior_precision_ = 1.0 / self._user_moment_average
             self.item_prior_precision_ = 1.0 / self._item_moment_average
-        self._update_attributes()
 
     def _after_update(self, rho, statistic):
-        if statistic.sample_mean is None:
-            self._update_attributes()
-        else:
+        """Empirical Bayes, then the posteriors that the next update reads.
+
+        The posteriors of the items the minibatch rated are formed at the
+        new lambda: the next local step reads most of them, and an update
+        that leaves one not positive definite is refused (the other items
+        only moved toward the prior). With a learned prior precision, so
+        are those of the items whose E[w_jk^2] estimate the mean over all
+        items that the next empirical Bayes step reads: every item up to
+        ``_ITEM_MOMENT_SAMPLE`` items, otherwise that many drawn uniformly,
+        so that an update's cost does not grow with the number of items.
+        """
+        if statistic.sample_mean is not None:
             self._learn_hyperparameters(rho, statistic.sample_mean)
+        items, sample = statistic.rows, None
+        if self.prior_precision == "auto":
+            n_items = len(self._natural)
+            if n_items <= _ITEM_MOMENT_SAMPLE:
+                items = None
+            else:
+                random_state = self._update_state.random_state
+                sample = random_state.choice(
+                    n_items, _ITEM_MOMENT_SAMPLE, replace=False
+                )
+                items = np.union1d(items, sample)
+        means, covariances = self._item_posteriors(items)
+        self._item_moments = (items, means, covariances)
+        if self.prior_precision == "auto":
+            drawn = slice(None) if sample is None else np.searchsorted(items, sample)
+            self._item_moment_estimate = _mean_second_moment(
+                means[drawn], covariances[drawn]
+            )
 
     @property
     def _learns_hyperparameters(self):
@@ -393,12 +475,19 @@ class _OnlineMatrixFactorization(OnlineUpdateMixin, BaseEstimator):
 
     # -- local step ---------------------------------------------------------------
 
-    def _users(self, X):
-        """The users of X at their optimum given the items (:class:`_Users`)."""
+    def _users(self, X, items=None, pairing=None):
+        """The users of X at their optimum given the items (:class:`_Users`).
+
+        X's columns are first restricted to the items it rates, or to the
+        sorted ``items`` whose moments ``pairing`` holds.
+        """
+        if items is None:
+            items = np.unique(X.indices)
+            pairing = self._item_pairing(items)
         return _Users(
-            X,
+            X[:, items],
             self.rating_offset_,
-            self._items,
+            pairing,
             self.user_prior_precision_,
             self.noise_variance_,
         )
@@ -430,24 +519,25 @@ class _OnlineMatrixFactorization(OnlineUpdateMixin, BaseEstimator):
         matrix failed. The local step draws no random numbers.
         """
         items = np.unique(X.indices)
+        pairing = self._item_pairing(items)
         D = self._side_dimension
         learn = self._learns_hyperparameters and sample_weight is None
 
         def block_statistic(span):
             """The block's summed statistic, flattened, then its sums for
             empirical Bayes (none without learned hyperparameters)."""
-            users = self._users(X[span])
-            pairing = _Pairing(users.means, users.second, self.biases)
+            users = self._users(X[span], items, pairing)
+            user_pairing = _Pairing(users.means, users.second, self.biases)
             weight = (
                 np.ones((len(users.means), 1))
                 if sample_weight is None
                 else sample_weight[span, np.newaxis].astype(np.float64)
             )
-            rated = users.observed[:, items]
+            rated = users.observed
             statistic = np.empty((len(items), D + D * D))
-            statistic[:, :D] = users.residuals[:, items].T @ (weight * pairing.f_mean)
-            statistic[:, :D] -= rated.T @ (weight * pairing.gf)
-            statistic[:, D:] = rated.T @ (weight * pairing.f_second)
+            statistic[:, :D] = users.residuals.T @ (weight * user_pairing.f_mean)
+            statistic[:, :D] -= rated.T @ (weight * user_pairing.gf)
+            statistic[:, D:] = rated.T @ (weight * user_pairing.f_second)
             if not learn:
                 return statistic.ravel()
             per_user = np.column_stack(
@@ -495,14 +585,14 @@ class _OnlineMatrixFactorization(OnlineUpdateMixin, BaseEstimator):
     def _bound_of_users(self, users_bound):
         """The ELBO of ratings whose users' terms are ``users_bound``, and
         of the items."""
-        means, covariances = self._item_moments
+        means, covariances = self._current_item_moments()
         items = _gaussian_divergence(means, covariances, self.item_prior_precision_)
         return float(users_bound - items)
 
     def _predict_entries(self, means, rows, columns):
         """E[y] at the (row, column) pairs, from the users' means ``means``:
         mu_i^T E[f_j] + E[g_j] + o."""
-        items = self._items
+        items = self._item_pairing()
         return (
             np.sum(means[rows] * items.f_mean[columns], axis=1)
             + items.g_mean[columns]
@@ -516,7 +606,7 @@ class _OnlineMatrixFactorization(OnlineUpdateMixin, BaseEstimator):
 
             tr(E[w w^T] E[f f^T]) + 2 mu^T E[g f] + E[g^2] - (mu^T E[f] + E[g])^2.
         """
-        items = self._items
+        items = self._item_pairing()
         mean = self._predict_entries(means, rows, columns) - self.rating_offset_
         square = (
             np.sum(second[rows] * items.f_second[columns], axis=1)
