@@ -31,7 +31,7 @@ from threadpoolctl import threadpool_limits
 
 from sklearn_svi import AnnealedLDA, FilteredLDA, SmoothedLDA
 
-from _common import corpus_parser
+from _common import argument_parser
 from corpus import BUILT_IN_CORPORA, corpus_name, load_corpus
 from tables import simple_table, write_results
 
@@ -88,7 +88,12 @@ def measure(X, n_components, batch_size, n_updates, repeats):
 
 
 def main():
-    parser = corpus_parser(__doc__)
+    parser = argument_parser(__doc__)
+    parser.add_argument(
+        "corpus", help=f"a text file, or one of {', '.join(BUILT_IN_CORPORA)}"
+    )
+    parser.add_argument("--column", help="the column of texts of a TSV file")
+    parser.add_argument("--n-components", type=int, default=100)
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--n-features", type=int, nargs="+", default=[10_000])
     parser.add_argument("--updates", type=int, default=150)
