@@ -8,7 +8,7 @@ Gaussian noise of variance 0.5, rounded to the half-star scale 0.5 to 5 as
 MovieLens does.
 A random 1% of the ratings is held out. Compared on one thread:
 
-- ``SVIMatrixFactorization()`` with its defaults (minibatches of 128 users,
+- ``SVIMatrixFactorization()`` with its defaults (minibatches of 256 users,
   10 passes), CPU seconds per pass;
 - the same with ``n_jobs=2``, for two passes (wall seconds: two threads
   share the users of each minibatch);

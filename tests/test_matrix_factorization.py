@@ -16,6 +16,7 @@ from sklearn.utils.estimator_checks import (
 )
 
 from sklearn_svi import SVIMatrixFactorization, load_ratings, split_ratings
+from sklearn_svi.factorization import _model as _factorization_model
 from sklearn_svi.metrics import ranking_score, ranking_scorer
 from sklearn_svi.metrics._ranking import _metric_of_hits
 
@@ -403,4 +404,43 @@ def test_ranking_metrics_of_a_known_ranking():
     ideal = 1 + 1 / np.log2(3)
     assert_allclose(
         _metric_of_hits("ndcg", hits, n_relevant), [(1 + 1 / np.log2(4)) / ideal, 0]
+    )
+
+
+def test_a_copy_cut_to_the_rated_items_gives_the_same_statistic():
+    # What travels to a worker of a cluster: the rows of lambda of the
+    # items the minibatch rates, from which it forms their posteriors.
+    X = planted_ratings(density=0.05)
+    model = SVIMatrixFactorization(**PARAMS).fit(X)
+    minibatch = X[:10]
+    rows = model._rows_read(minibatch)
+    assert_array_equal(rows, np.unique(minibatch.indices))
+    assert len(rows) < X.shape[1]
+    local = model._local_copy(rows)
+    assert local._natural.shape[0] == len(rows)
+    full, cut = model._local_statistic(minibatch), local._local_statistic(minibatch)
+    assert_array_equal(cut.rows, full.rows)
+    assert_allclose(cut.block, full.block, rtol=1e-12)
+    assert_allclose(cut.sample_mean, full.sample_mean, rtol=1e-12)
+
+
+def test_the_fitted_attributes_are_every_item_at_the_end_of_a_pass():
+    X = planted_ratings()
+    model = SVIMatrixFactorization(**PARAMS).partial_fit(X[:200])
+    means, covariances = model._item_posteriors()
+    assert_allclose(model.components_, means[:, :3].T, rtol=1e-12)
+    assert_allclose(model.component_covariances_, covariances[:, :3, :3], rtol=1e-12)
+    assert_allclose(model.item_biases_, means[:, 3], rtol=1e-12)
+
+
+def test_a_sample_of_the_items_learns_their_prior_precision(monkeypatch):
+    # Beyond _ITEM_MOMENT_SAMPLE items, the items' mean E[w_jk^2] of each
+    # update is that of a uniform sample of them.
+    X = planted_ratings(n_items=120)
+    exact = SVIMatrixFactorization(**PARAMS).fit(X)
+    monkeypatch.setattr(_factorization_model, "_ITEM_MOMENT_SAMPLE", 40)
+    sampled = SVIMatrixFactorization(**PARAMS).fit(X)
+    assert not np.allclose(sampled.components_, exact.components_)
+    assert_allclose(
+        sampled.item_prior_precision_, exact.item_prior_precision_, rtol=0.1
     )

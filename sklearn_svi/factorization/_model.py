@@ -314,7 +314,14 @@ class _OnlineMatrixFactorization(OnlineUpdateMixin, BaseEstimator):
         None) from lambda: P_j = E + s2^-1 (stored P_j), h_j = s2^-1
         (stored h_j)."""
         D = self._side_dimension
-        natural = self._natural if items is None else self._natural[items]
+        if items is None:
+            natural = self._natural
+        else:
+            # A copy cut to some rows of lambda holds their items' indices.
+            rows = getattr(self, "_natural_rows", None)
+            natural = self._natural[
+                items if rows is None else np.searchsorted(rows, items)
+            ]
         natural = natural.astype(np.float64)
         precisions = natural[:, D:].reshape(-1, D, D) / self.noise_variance_
         precisions += np.diag(self.item_prior_precision_)
@@ -503,6 +510,17 @@ class _OnlineMatrixFactorization(OnlineUpdateMixin, BaseEstimator):
         """
         users = self._users(X)
         return users.means, users.covariances
+
+    def _rows_read(self, X):
+        """The local step reads the rows of lambda of the items X rates."""
+        return np.unique(X.indices)
+
+    def _local_copy(self, rows=None):
+        local = super()._local_copy(rows)
+        if rows is not None:
+            # The items' posteriors are formed from the rows it holds.
+            local._item_moments = None
+        return local
 
     def _local_statistic(self, X, sample_weight=None, draw=0, n_batch=None):
         """Minibatch mean of each user's statistic on the items it rated.
