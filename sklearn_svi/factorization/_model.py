@@ -47,7 +47,7 @@ from sklearn.utils.validation import validate_data
 
 from .._mechanisms import SparseStatistic
 from .._online import OnlineUpdateMixin
-from .._threads import sum_rows
+from .._threads import map_rows, sum_rows
 from .._validation import LISTED_ROWS, listed_rows, rows_of_entries
 
 # Users per block of the local step: blocks run on the threads and their
@@ -312,7 +312,7 @@ class _OnlineMatrixFactorization(OnlineUpdateMixin, BaseEstimator):
     def _item_posteriors(self, items=None):
         """Means and covariances of q(w_j) of the ``items`` (every item when
         None) from lambda: P_j = E + s2^-1 (stored P_j), h_j = s2^-1
-        (stored h_j)."""
+        (stored h_j). Blocks of items are formed on the active threads."""
         D = self._side_dimension
         if items is None:
             natural = self._natural
@@ -325,10 +325,14 @@ class _OnlineMatrixFactorization(OnlineUpdateMixin, BaseEstimator):
         natural = natural.astype(np.float64)
         precisions = natural[:, D:].reshape(-1, D, D) / self.noise_variance_
         precisions += np.diag(self.item_prior_precision_)
+        linear = natural[:, :D] / self.noise_variance_
+        means, covariances = np.empty_like(linear), np.empty_like(precisions)
+
+        def form(span):
+            means[span], covariances[span] = _gaussians(precisions[span], linear[span])
+
         try:
-            means, covariances = _gaussians(
-                precisions, natural[:, :D] / self.noise_variance_
-            )
+            map_rows(form, len(precisions))
         except np.linalg.LinAlgError as error:
             raise ValueError(
                 "An item's precision matrix is not positive definite."
