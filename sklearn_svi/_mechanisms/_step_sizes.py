@@ -310,11 +310,37 @@ class FilteredStepSize:
         return rho
 
     def _observe(self, target, current):
-        """Fold d_t into g and h, update Q and R; return ||d_t||^2.
+        """Fold d_t into g and h, update Q and R; return ||d_t||^2."""
+        decay = 1.0 - 1.0 / self.window
+        squared_distance, squared_mean_norm = self._fold_difference(
+            target, current, decay
+        )
+        self.mean_squared_norm = (
+            decay * self.mean_squared_norm + squared_distance / self.window
+        )
+        self.weight_square_sum = (
+            decay**2 * self.weight_square_sum + 1.0 / self.window**2
+        )
+        n_coordinates = self.mean_difference.size
+        mean_square = float(squared_mean_norm) / n_coordinates
+        spread = max(float(self.mean_squared_norm - squared_mean_norm), 0.0)
+        spread /= n_coordinates
+        if not self.corrected:
+            self.drift, self.noise = mean_square, spread
+        else:
+            # With one effective observation (s = 1) the spread says nothing
+            # about R: the previous estimate is kept.
+            if self.weight_square_sum < 1.0:
+                self.noise = spread / (1.0 - self.weight_square_sum)
+            self.drift = max(mean_square - self.weight_square_sum * self.noise, 0.0)
+        return float(squared_distance)
+
+    def _fold_difference(self, target, current, decay):
+        """g <- decay g + d_t / tau on the rows visited, and the totals
+        moved; return ||d_t||^2 and ||g||^2 over all rows.
 
         Summed over fixed blocks of rows on the active threads.
         """
-        decay = 1.0 - 1.0 / self.window
         share = 1.0 / self.window
         every_row = self._visits_every_row(target, decay, len(current))
         # How each row's stored g becomes its g before this update.
@@ -397,25 +423,7 @@ class FilteredStepSize:
             self._advance_clock(rows, decay, share)
         self._squared_mean = squared_mean_norm
         self._step_sums = (excess_target, target_norm, updated_target)
-        self.mean_squared_norm = (
-            decay * self.mean_squared_norm + squared_distance / self.window
-        )
-        self.weight_square_sum = (
-            decay**2 * self.weight_square_sum + 1.0 / self.window**2
-        )
-        n_coordinates = self.mean_difference.size
-        mean_square = float(squared_mean_norm) / n_coordinates
-        spread = max(float(self.mean_squared_norm - squared_mean_norm), 0.0)
-        spread /= n_coordinates
-        if not self.corrected:
-            self.drift, self.noise = mean_square, spread
-        else:
-            # With one effective observation (s = 1) the spread says nothing
-            # about R: the previous estimate is kept.
-            if self.weight_square_sum < 1.0:
-                self.noise = spread / (1.0 - self.weight_square_sum)
-            self.drift = max(mean_square - self.weight_square_sum * self.noise, 0.0)
-        return float(squared_distance)
+        return squared_distance, squared_mean_norm
 
     def _visits_every_row(self, target, decay, n_rows):
         """Whether the update visits every row: the closed form of the rows
