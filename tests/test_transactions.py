@@ -285,7 +285,7 @@ def test_a_real_ctrl_c_at_a_random_moment_is_survived(n_jobs, python_sigint_hand
     n_resumed = 0
     # On a busy machine many signals come after the fit: draw moments until
     # ten interrupted fits have been resumed.
-    for delay in rng.uniform(0.1, 0.9, size=60) * duration:
+    for delay in rng.uniform(0.1, 0.9, size=200) * duration:
         if n_resumed == 10:
             break
         model = copy.deepcopy(fitted)
