@@ -186,7 +186,8 @@ def main(argv=None):
         f"{np.median(per_user):.0f}, largest {per_user.max():,}; the most "
         f"rated item has {np.bincount(X.indices).max():,}), rounded to half "
         "stars; 1% held out. One thread unless stated. Peak memory: "
-        "Python's allocations during the fit, the training ratings excluded."
+        "Python's allocations during the fit (on Dask, the client's), the "
+        "training ratings excluded."
     )
     print(setup, flush=True)
     ours = {
