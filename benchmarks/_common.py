@@ -27,15 +27,19 @@ def argument_parser(doc):
     return argparse.ArgumentParser(description=doc.splitlines()[0])
 
 
-def corpus_parser(doc):
+def corpus_parser(doc, several_vocabularies=False):
     """:func:`argument_parser` with the arguments that choose a corpus:
-    ``corpus``, ``--column``, ``--n-features`` and ``--n-components``."""
+    ``corpus``, ``--column``, ``--n-features`` (a list of vocabulary sizes
+    with ``several_vocabularies``) and ``--n-components``."""
     parser = argument_parser(doc)
     parser.add_argument(
         "corpus", help=f"a text file, or one of {', '.join(BUILT_IN_CORPORA)}"
     )
     parser.add_argument("--column", help="the column of texts of a TSV file")
-    parser.add_argument("--n-features", type=int, default=10_000)
+    if several_vocabularies:
+        parser.add_argument("--n-features", type=int, nargs="+", default=[10_000])
+    else:
+        parser.add_argument("--n-features", type=int, default=10_000)
     parser.add_argument("--n-components", type=int, default=100)
     return parser
 

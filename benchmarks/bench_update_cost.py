@@ -31,7 +31,7 @@ from threadpoolctl import threadpool_limits
 
 from sklearn_svi import AnnealedLDA, FilteredLDA, SmoothedLDA
 
-from _common import argument_parser
+from _common import corpus_parser
 from corpus import BUILT_IN_CORPORA, corpus_name, load_corpus
 from tables import simple_table, write_results
 
@@ -82,20 +82,13 @@ def measure(X, n_components, batch_size, n_updates, repeats):
                 n_jobs=1,
             )
             seconds[label].append(update_seconds(model, minibatches))
-    return {label: float(np.median(values)) for label, values in seconds.items()}, len(
-        minibatches
-    )
+    medians = {label: float(np.median(values)) for label, values in seconds.items()}
+    return medians, len(minibatches)
 
 
 def main():
-    parser = argument_parser(__doc__)
-    parser.add_argument(
-        "corpus", help=f"a text file, or one of {', '.join(BUILT_IN_CORPORA)}"
-    )
-    parser.add_argument("--column", help="the column of texts of a TSV file")
-    parser.add_argument("--n-components", type=int, default=100)
+    parser = corpus_parser(__doc__, several_vocabularies=True)
     parser.add_argument("--batch-size", type=int, default=256)
-    parser.add_argument("--n-features", type=int, nargs="+", default=[10_000])
     parser.add_argument("--updates", type=int, default=150)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
