@@ -74,9 +74,14 @@ class Progress(NamedTuple):
     elapsed: float
 
 
-def _prior_by_row(prior, n_rows, dtype):
-    """eta as one value per row of lambda: a scalar prior is broadcast."""
-    return np.broadcast_to(np.asarray(prior, dtype=dtype).reshape(-1), (n_rows,))
+def _prior_of_entries(prior, shape, dtype):
+    """eta in the form the compiled passes read: an array of shape
+    (n_params, 1), a broadcast view for a scalar, or, for a prior of every
+    entry of lambda, a C-contiguous array of lambda's ``shape``."""
+    prior = np.asarray(prior, dtype=dtype)
+    if prior.ndim == 2:
+        return np.ascontiguousarray(prior)
+    return np.broadcast_to(prior.reshape(-1, 1), (shape[0], 1))
 
 
 class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
@@ -224,8 +229,8 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
 
     def _noisy_optimum(self, window, n_total):
         """lambda^ = eta + N / (statistics in ``window``) * ``window.sum``."""
-        prior = _prior_by_row(
-            self._prior_natural(), len(self._natural), self._natural.dtype
+        prior = _prior_of_entries(
+            self._prior_natural(), self._natural.shape, self._natural.dtype
         )
         return NoisyOptimum(
             window.sum, n_total / window.count, prior, window.negatively_weighted

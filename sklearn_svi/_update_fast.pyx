@@ -66,11 +66,48 @@ def replace_rows(
                 j += 1
 
 
-cdef inline floating _noisy_optimum(
-    floating total, floating scale, floating prior
+cdef inline void _step_row(
+    const floating* row,
+    floating* out,
+    const floating* total,
+    floating factor,
+    const floating* eta,
+    Py_ssize_t eta_step,
+    floating keep,
+    floating move,
+    Py_ssize_t n_components,
+    double* column,
 ) noexcept nogil:
-    """lambda^ = eta + N S~ for one coordinate, S~ = total / count, scale = N / count."""
-    return total * scale + prior
+    """One row of :func:`step_toward_target`: lambda^ = eta + factor total,
+    with ``total`` NULL for a row that is not listed (lambda^ = eta).
+
+    ``eta`` is the row's prior, one value per column (``eta_step`` 1) or one
+    for the whole row (0). Each call passes a constant ``eta_step``, so
+    that the compiler makes a loop of its own for each kind of prior.
+    """
+    cdef Py_ssize_t k
+    if total == NULL:
+        for k in range(n_components):
+            out[k] = keep * row[k] + move * eta[k * eta_step]
+            column[k] += out[k]
+    else:
+        for k in range(n_components):
+            out[k] = keep * row[k] + move * (total[k] * factor + eta[k * eta_step])
+            column[k] += out[k]
+
+
+cdef bint _prior_per_entry(
+    const floating[:, :] prior, Py_ssize_t n_components
+) except -1:
+    """Whether the prior holds a value per entry of lambda (a contiguous
+    array with one column per component) rather than one per row."""
+    if prior.shape[1] == 1:
+        return False
+    if prior.shape[1] != n_components or prior.strides[1] != sizeof(floating):
+        raise ValueError(
+            "prior must have one column, or one contiguous column per component"
+        )
+    return True
 
 
 def step_toward_target(
@@ -79,7 +116,7 @@ def step_toward_target(
     const Py_ssize_t[::1] rows,
     const floating[:, ::1] block,
     double scale,
-    const floating[:] prior,
+    const floating[:, :] prior,
     double rho,
     Py_ssize_t start,
     Py_ssize_t stop,
@@ -106,8 +143,9 @@ def step_toward_target(
         The total on those rows.
     scale : float
         N / (number of statistics in the window).
-    prior : ndarray of shape (n_params,)
-        eta of each row (a broadcast view when it is the same for all).
+    prior : ndarray of shape (n_params, 1) or (n_params, n_components)
+        eta of each row (a broadcast view when it is the same for all), or
+        of each entry (rows contiguous).
     rho : float
         The step size.
     start, stop : int
@@ -119,31 +157,30 @@ def step_toward_target(
         The sum of the updated rows, in float64, added row after row.
     """
     cdef Py_ssize_t n_components = natural.shape[1]
-    cdef Py_ssize_t i, k, listed = 0
+    cdef Py_ssize_t i, listed = 0
     cdef floating factor = <floating> scale
     cdef floating keep = <floating> (1.0 - rho)
     cdef floating move = <floating> rho
-    cdef floating eta
-    cdef const floating* row
-    cdef floating* out
-    cdef const floating* sums
+    cdef bint per_entry = _prior_per_entry(prior, n_components)
+    cdef const floating* total
     column_sums = np.zeros(n_components, dtype=np.float64)
     cdef double[::1] column = column_sums
     with nogil:
         for i in range(start, stop):
-            row = &natural[i, 0]
-            out = &updated[i, 0]
-            eta = prior[i]
+            total = NULL
             if listed < rows.shape[0] and rows[listed] == i:
-                sums = &block[listed, 0]
-                for k in range(n_components):
-                    out[k] = keep * row[k] + move * _noisy_optimum(sums[k], factor, eta)
-                    column[k] += out[k]
+                total = &block[listed, 0]
                 listed += 1
+            if per_entry:
+                _step_row(
+                    &natural[i, 0], &updated[i, 0], total, factor, &prior[i, 0],
+                    1, keep, move, n_components, &column[0],
+                )
             else:
-                for k in range(n_components):
-                    out[k] = keep * row[k] + move * eta
-                    column[k] += out[k]
+                _step_row(
+                    &natural[i, 0], &updated[i, 0], total, factor, &prior[i, 0],
+                    0, keep, move, n_components, &column[0],
+                )
     return column_sums
 
 
@@ -173,8 +210,9 @@ cdef inline void _fold_row(
     floating* updated,
     const floating* total,
     floating factor,
-    floating eta,
-    floating stored_eta,
+    const floating* eta,
+    const floating* stored_eta,
+    Py_ssize_t eta_step,
     floating carry,
     floating pull,
     floating keep,
@@ -183,23 +221,27 @@ cdef inline void _fold_row(
     double* sums,
 ) noexcept nogil:
     """One row of :func:`observe_difference`; ``total`` is NULL for a row
-    that is not listed (s = 0: its three products with s are skipped)."""
+    that is not listed (s = 0: its three products with s are skipped).
+
+    ``eta`` and ``stored_eta`` hold one value per column (``eta_step`` 1) or
+    one for the row (0), a constant of each call, as in :func:`_step_row`.
+    """
     cdef Py_ssize_t k
     cdef double e, g, t
     cdef double squared_excess = 0.0, mean_excess = 0.0, squared_mean = 0.0
     cdef double mean_target = 0.0, excess_target = 0.0, squared_target = 0.0
     if total == NULL:
         for k in range(n_components):
-            e = row[k] - eta
-            g = carry * stored[k] - pull * (row[k] - stored_eta)
+            e = row[k] - eta[k * eta_step]
+            g = carry * stored[k] - pull * (row[k] - stored_eta[k * eta_step])
             updated[k] = keep * <floating> g - share * <floating> e
             squared_excess += e * e
             mean_excess += g * e
             squared_mean += g * g
     else:
         for k in range(n_components):
-            e = row[k] - eta
-            g = carry * stored[k] - pull * (row[k] - stored_eta)
+            e = row[k] - eta[k * eta_step]
+            g = carry * stored[k] - pull * (row[k] - stored_eta[k * eta_step])
             t = total[k] * factor
             updated[k] = keep * <floating> g + share * <floating> (t - e)
             squared_excess += e * e
@@ -220,10 +262,10 @@ def observe_difference(
     const Py_ssize_t[::1] rows,
     const floating[:, ::1] block,
     double scale,
-    const floating[:] prior,
+    const floating[:, :] prior,
     const floating[:, ::1] current,
     const floating[:, ::1] mean,
-    const floating[:] stored_prior,
+    const floating[:, :] stored_prior,
     floating[:, ::1] updated_mean,
     floating[:, ::1] stored_mean,
     const double[::1] carried,
@@ -257,8 +299,8 @@ def observe_difference(
         lambda before the update.
     mean : ndarray of shape (n_params, n_components)
         The stored average g of the differences so far, read only.
-    stored_prior : ndarray of shape (n_params,)
-        eta of each row when the stored g was last brought up to date.
+    stored_prior : ndarray of the shape of ``prior``
+        eta when the stored g was last brought up to date.
     updated_mean : ndarray of shape (n_params, n_components)
         Output: the new average on the visited rows; it may be ``mean``
         itself, each value is read before it is written.
@@ -292,7 +334,11 @@ def observe_difference(
     cdef floating keep = <floating> decay
     cdef floating share = <floating> (1.0 / window)
     cdef bint is_listed
+    cdef bint per_entry = _prior_per_entry(prior, n_components)
+    cdef const floating* total
     cdef double[6] sums
+    if stored_prior.shape[1] != prior.shape[1]:
+        raise ValueError("stored_prior must have the shape of prior")
     for k in range(6):
         sums[k] = 0.0
     with nogil:
@@ -306,21 +352,21 @@ def observe_difference(
                 for k in range(n_components):
                     stored_mean[position, k] = mean[i, k]
             is_listed = listed < n_listed and rows[listed] == i
-            _fold_row(
-                &current[i, 0],
-                &mean[i, 0],
-                &updated_mean[i, 0],
-                &block[listed, 0] if is_listed else NULL,
-                factor,
-                prior[i],
-                stored_prior[i],
-                <floating> carried[i],
-                <floating> pulled[i],
-                keep,
-                share,
-                n_components,
-                sums,
-            )
+            total = &block[listed, 0] if is_listed else NULL
+            if per_entry:
+                _fold_row(
+                    &current[i, 0], &mean[i, 0], &updated_mean[i, 0], total,
+                    factor, &prior[i, 0], &stored_prior[i, 0], 1,
+                    <floating> carried[i], <floating> pulled[i], keep, share,
+                    n_components, sums,
+                )
+            else:
+                _fold_row(
+                    &current[i, 0], &mean[i, 0], &updated_mean[i, 0], total,
+                    factor, &prior[i, 0], &stored_prior[i, 0], 0,
+                    <floating> carried[i], <floating> pulled[i], keep, share,
+                    n_components, sums,
+                )
             if is_listed:
                 listed += 1
     return np.array([sums[k] for k in range(6)], dtype=np.float64)

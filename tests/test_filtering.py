@@ -27,7 +27,7 @@ PARAMS = dict(n_components=4, batch_size=50, total_samples=600, random_state=0)
 def as_optimum(target):
     """The dense array ``target`` as the noisy optimum the step sizes read."""
     rows = np.arange(len(target))
-    prior = np.zeros(len(target), dtype=target.dtype)
+    prior = np.zeros((len(target), 1), dtype=target.dtype)
     return NoisyOptimum(SparseStatistic(rows, target), 1.0, prior)
 
 
@@ -374,12 +374,14 @@ def dense_filter_estimates(targets, currents, step_sizes, n_start, corrected=Tru
     return np.array(estimates)
 
 
+@pytest.mark.parametrize("prior_columns", [1, 3], ids=["row-prior", "entry-prior"])
 @pytest.mark.parametrize("corrected", [True, False])
-def test_lazy_averages_follow_the_recursion_over_every_row(corrected):
+def test_lazy_averages_follow_the_recursion_over_every_row(corrected, prior_columns):
     # Each target lists a fifth of the rows (lambda^ = eta elsewhere); eta
     # changes once and two updates are projected, which the closed form of
     # the rows not listed cannot follow; steps of 0.6 or more bring the
-    # clock's scales to 1e-30 within the run.
+    # clock's scales to 1e-30 within the run. eta is one value per row, or
+    # one per entry.
     rng = np.random.RandomState(0)
     n_rows, n_components, n_start = 200, 3, 3
     step_size = FilteredStepSize(
@@ -391,7 +393,7 @@ def test_lazy_averages_follow_the_recursion_over_every_row(corrected):
         floor=ConstantStepSize(0.6),
     )
     current = rng.gamma(2.0, 1.0, (n_rows, n_components))
-    prior = np.full(n_rows, 0.1)
+    prior = rng.uniform(0.05, 0.2, (n_rows, prior_columns))
 
     def draw(negatively_weighted=False):
         rows = np.sort(rng.choice(n_rows, n_rows // 5, replace=False))
@@ -399,10 +401,10 @@ def test_lazy_averages_follow_the_recursion_over_every_row(corrected):
         optimum = NoisyOptimum(
             SparseStatistic(rows, total),
             3.0,
-            np.broadcast_to(prior, (n_rows,)).copy(),
+            prior.copy(),
             negatively_weighted,
         )
-        dense = np.repeat(prior[:, np.newaxis], n_components, axis=1)
+        dense = np.repeat(prior, n_components // prior_columns, axis=1)
         dense[rows] += 3.0 * total
         return optimum, dense
 

@@ -170,9 +170,9 @@ def test_replace_rows_matches_two_passes_of_numpy(dtype):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("by_row", [False, True], ids=["scalar-prior", "row-prior"])
+@pytest.mark.parametrize("prior_kind", ["scalar", "row", "entry"])
 @pytest.mark.parametrize("all_rows", [False, True], ids=["some-rows", "all-rows"])
-def test_moments_and_step_match_numpy_on_their_rows(dtype, by_row, all_rows):
+def test_moments_and_step_match_numpy_on_their_rows(dtype, prior_kind, all_rows):
     rng = np.random.default_rng(1)
     natural = rng.random((30, 4)).astype(dtype)
     total = rng.random((30, 4)).astype(dtype)
@@ -185,24 +185,26 @@ def test_moments_and_step_match_numpy_on_their_rows(dtype, by_row, all_rows):
     window_sum = SparseStatistic(rows, np.ascontiguousarray(total[rows]))
     span = slice(5, 20)
     scale, rho = 7.5, 0.3
-    if by_row:
-        prior = rng.random(30).astype(dtype)
-    else:
-        prior = np.broadcast_to(np.asarray([0.01], dtype=dtype), (30,))
-    expected_target = prior[:, np.newaxis] + scale * total
+    # The forms the passes read: a broadcast column, a column, a full array.
+    prior = {
+        "scalar": np.broadcast_to(np.asarray([[0.01]], dtype=dtype), (30, 1)),
+        "row": rng.random((30, 1)).astype(dtype),
+        "entry": rng.random((30, 4)).astype(dtype),
+    }[prior_kind]
+    expected_target = prior + scale * total
     tolerance = np.finfo(dtype).eps * 4
 
     # The filter's moments: each row's g is first brought up to date from
     # its stored value, carried[i] g - pulled[i] (lambda - stored eta),
     # then d = lambda^ - lambda is folded in.
     mean = rng.random((30, 4)).astype(dtype)
-    stored_prior = (prior + rng.random(30)).astype(dtype)
+    stored_prior = (prior + rng.random(prior.shape)).astype(dtype)
     carried, pulled = rng.random(30), rng.random(30)
     decay, window = 0.75, 4.0
-    excess = (natural - prior[:, np.newaxis]).astype(np.float64)
-    listed_target = (expected_target - prior[:, np.newaxis]).astype(np.float64)
+    excess = (natural - prior).astype(np.float64)
+    listed_target = (expected_target - prior).astype(np.float64)
     up_to_date = carried[:, np.newaxis] * mean - pulled[:, np.newaxis] * (
-        natural - stored_prior[:, np.newaxis]
+        natural - stored_prior
     )
     expected_mean = decay * up_to_date + (listed_target - excess) / window
     in_span = np.arange(30)[span]

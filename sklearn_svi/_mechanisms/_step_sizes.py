@@ -29,8 +29,9 @@ class NoisyOptimum:
         The smoothing window's sum of statistics.
     scale : float
         N / (number of statistics in the window).
-    prior : ndarray of shape (n_params,)
-        eta of each row (a broadcast view when it is the same for all).
+    prior : ndarray of shape (n_params, 1) or (n_params, n_components)
+        eta of each row (a broadcast view when it is the same for all), or
+        of each entry.
     negatively_weighted : bool, default=False
         Whether a statistic of the total had a negative annealing weight:
         the update toward lambda^ may then be followed by a projection.
