@@ -5,7 +5,9 @@ the annealing weights, the filter's moments. This script measures what that
 work costs next to the local step, which all of them share, on the same
 minibatches of a corpus: the CPU time per update of ``SmoothedLDA()``
 (plain SVI, the reference), ``FilteredLDA()``, ``AnnealedLDA()`` and
-``SmoothedLDA(L=10)``, each with its defaults, and of scikit-learn's online
+``SmoothedLDA(L=10)``, each with its defaults, of plain SVI with five seed
+words for one topic (which make the prior an array of every topic and
+word), and of scikit-learn's online
 ``LatentDirichletAllocation`` (its ``partial_fit``, the mean-field step) as
 the anchor. A file corpus is read at each vocabulary size of
 ``--n-features``, since the work of the mechanisms that pass over all of
@@ -41,6 +43,10 @@ MODELS = {
     "FilteredLDA()": lambda **common: FilteredLDA(**common),
     "AnnealedLDA()": lambda **common: AnnealedLDA(**common),
     "SmoothedLDA(L=10)": lambda **common: SmoothedLDA(L=10, **common),
+    # Seeds make eta an array of every topic and word, which the update reads.
+    "SmoothedLDA(seed_topics=...)": lambda **common: SmoothedLDA(
+        seed_topics={0: [0, 1, 2, 3, 4]}, **common
+    ),
     "scikit-learn online": lambda n_components, batch_size, total_samples, **rest: (
         LatentDirichletAllocation(
             n_components=n_components,

@@ -17,7 +17,7 @@ from ._datasets import (
 )
 from ._version import __version__  # noqa: F401
 from .factorization import SVIMatrixFactorization
-from .lda import AnnealedLDA, FilteredLDA, SmoothedLDA, top_words
+from .lda import AnnealedLDA, FilteredLDA, SmoothedLDA, seed_word_indices, top_words
 from .mixture import SVIGaussianMixture
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "load_ratings",
     "make_lda_corpus",
     "match_topics",
+    "seed_word_indices",
     "split_ratings",
     "top_words",
 ]

@@ -38,7 +38,7 @@ import scipy.sparse as sp
 from sklearn.base import clone
 
 from ._mechanisms import SparseStatistic
-from ._sources import register_engine
+from ._sources import evenly_spaced_rows, register_engine
 
 logger = logging.getLogger("sklearn_svi.cluster")
 
@@ -353,8 +353,7 @@ class ClusterRows:
         if self.X is not None:
             return self.X
         batches = self.model._initial_sample_batches
-        size = min(self.n_samples, max(1, batches * self.model.batch_size))
-        rows = np.unique(np.linspace(0, self.n_samples - 1, size).astype(np.intp))
+        rows = evenly_spaced_rows(self.n_samples, batches * self.model.batch_size)
         shards = self._shards(rows)
         self._prepare(shards)
         sample = self.client.submit(

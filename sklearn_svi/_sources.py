@@ -20,9 +20,18 @@ block where it is.
 import functools
 from typing import Protocol
 
+import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from ._threads import prefetch
+
+
+def evenly_spaced_rows(n_samples, size):
+    """``size`` row indices (all when there are fewer rows) spread evenly
+    from the first row to the last: a sample that reaches every part of
+    data sorted by any order, the same wherever the rows are."""
+    size = min(n_samples, max(1, size))
+    return np.unique(np.linspace(0, n_samples - 1, size).astype(np.intp))
 
 
 class Minibatch(Protocol):

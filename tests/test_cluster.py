@@ -78,6 +78,7 @@ LDA_CASES = [
     (AnnealedLDA, dict(M=16)),
     (FilteredLDA, dict(learning_rate="student-t")),
     (SmoothedLDA, dict(L=1, doc_topic_prior="auto", local_step="cvb0")),
+    (FilteredLDA, dict(seed_topics={0: [3, 7, 11]})),
 ]
 
 
@@ -144,6 +145,14 @@ def test_lda_on_a_dask_array_equals_the_fit_on_one_machine(
         alone.evaluation_history_["score"],
         rtol=1e-9,
     )
+
+
+def test_a_shards_copy_holds_eta_of_its_own_words(documents):
+    model = lda(SmoothedLDA, dict(seed_topics={0: [3, 7, 11]})).fit(documents)
+    rows = np.array([3, 50])
+    local = model._local_copy(rows)
+    assert_array_equal(local.topic_word_prior_, model.topic_word_prior_[:, rows])
+    assert_array_equal(local._natural, model._natural[rows])
 
 
 def test_one_shard_per_minibatch_is_bit_for_bit(client, documents):

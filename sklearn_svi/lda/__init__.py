@@ -1,5 +1,17 @@
 """Latent Dirichlet allocation by smoothed, annealed or filtered SVI."""
 
-from ._estimators import AnnealedLDA, FilteredLDA, SmoothedLDA, top_words
+from ._estimators import (
+    AnnealedLDA,
+    FilteredLDA,
+    SmoothedLDA,
+    seed_word_indices,
+    top_words,
+)
 
-__all__ = ["AnnealedLDA", "FilteredLDA", "SmoothedLDA", "top_words"]
+__all__ = [
+    "AnnealedLDA",
+    "FilteredLDA",
+    "SmoothedLDA",
+    "seed_word_indices",
+    "top_words",
+]

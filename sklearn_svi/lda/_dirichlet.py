@@ -13,15 +13,21 @@ def _dirichlet_expectation(parameters):
 def _dirichlet_term(prior, parameters):
     """The Dirichlet part of the ELBO, E[log p(x | prior)] - E[log q(x)].
 
-    Summed over the rows of ``parameters``; ``prior`` is a scalar or a row
-    (Hoffman et al. 2013, eq. 30-31).
+    Summed over the rows of ``parameters``; ``prior`` is a scalar, a row,
+    or an array of the shape of ``parameters`` (Hoffman et al. 2013,
+    eq. 30-31).
     """
-    prior = np.broadcast_to(prior, parameters.shape[1:])
+    prior = np.asarray(prior)
+    prior_totals = (
+        prior.sum(axis=1)
+        if prior.ndim == 2
+        else np.broadcast_to(prior, parameters.shape[1:]).sum()
+    )
     expectation = _dirichlet_expectation(parameters)
     return (
         np.sum((prior - parameters) * expectation)
         + np.sum(gammaln(parameters) - gammaln(prior))
-        + np.sum(gammaln(prior.sum()) - gammaln(parameters.sum(axis=1)))
+        + np.sum(gammaln(prior_totals) - gammaln(parameters.sum(axis=1)))
     )
 
 
@@ -53,22 +59,36 @@ def _positive_step(value, direction, rho):
     return value
 
 
-def _symmetric_dirichlet_maximum(eta, n_rows, n_categories, log_sum):
-    """The symmetric prior eta that maximises the topics' Dirichlet term.
+def _symmetric_dirichlet_maximum(eta, n_rows, n_categories, log_sum, offsets=None):
+    """The symmetric part eta of a Dirichlet prior that maximises the
+    topics' Dirichlet term.
 
-    f(eta) = n_rows (log Gamma(V eta) - V log Gamma(eta)) + (eta - 1)
-    ``log_sum``, with V = ``n_categories`` and ``log_sum`` the sum of
-    E[log beta_kw] over the topics and words, is concave; Newton's method
-    from ``eta`` (Hoffman, Blei & Bach 2010).
+    With prior eta + o_kw on word w of topic k (``offsets``, an array of
+    shape (``n_rows``, ``n_categories``); all 0 when None) and V =
+    ``n_categories``,
+
+        f(eta) = sum_k (log Gamma(V eta + O_k) - sum_w log Gamma(eta + o_kw))
+                 + (eta - 1) ``log_sum`` + const,
+
+    O_k = sum_w o_kw and ``log_sum`` the sum of E[log beta_kw] over the
+    topics and words, is concave; Newton's method from ``eta`` (Hoffman,
+    Blei & Bach 2010, for o = 0; Minka 2000 for the derivatives). Only the
+    non-zero offsets add terms of their own.
     """
+    if offsets is None:
+        offset_totals, shifted = np.zeros(n_rows), np.empty(0)
+    else:
+        offset_totals, shifted = offsets.sum(axis=1), offsets[offsets != 0]
     for _ in range(100):
-        gradient = n_rows * n_categories * (psi(n_categories * eta) - psi(eta))
+        gradient = np.sum(n_categories * psi(n_categories * eta + offset_totals))
+        gradient -= n_rows * n_categories * psi(eta)
+        gradient -= np.sum(psi(eta + shifted) - psi(eta))
         gradient += log_sum
-        curvature = (
-            n_rows
-            * n_categories
-            * (n_categories * polygamma(1, n_categories * eta) - polygamma(1, eta))
+        curvature = np.sum(
+            n_categories**2 * polygamma(1, n_categories * eta + offset_totals)
         )
+        curvature -= n_rows * n_categories * polygamma(1, eta)
+        curvature -= np.sum(polygamma(1, eta + shifted) - polygamma(1, eta))
         updated = float(_positive_step(np.array(eta), gradient / curvature, 1.0))
         if abs(updated - eta) <= 1e-12 * eta:
             return updated

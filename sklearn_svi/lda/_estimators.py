@@ -267,3 +267,44 @@ def top_words(estimator, feature_names, n_words=10):
             f"({n_features},) to match the estimator's features."
         )
     return [feature_names[row] for row in top_word_indices(estimator, n_words)]
+
+
+def seed_word_indices(seed_words, feature_names):
+    """The feature indices of seed words, for ``seed_topics``.
+
+    Parameters
+    ----------
+    seed_words : dict of int to sequence of str
+        For each seeded topic, its seed words.
+    feature_names : array-like of str of shape (n_features,)
+        The vocabulary, e.g. ``vectorizer.get_feature_names_out()``.
+
+    Returns
+    -------
+    seed_topics : dict of int to list of int
+        For each seeded topic, the indices of its seed words among
+        ``feature_names``.
+
+    Raises
+    ------
+    ValueError
+        If a seed word is not in the vocabulary.
+
+    Examples
+    --------
+    >>> from sklearn_svi import seed_word_indices
+    >>> seed_word_indices({0: ["fever", "flu"]}, ["cough", "fever", "flu"])
+    {0: [1, 2]}
+    """
+    index_of = {str(word): index for index, word in enumerate(feature_names)}
+    seed_topics = {}
+    for topic, words in seed_words.items():
+        missing = [word for word in words if word not in index_of]
+        if missing:
+            raise ValueError(
+                f"The seed words {missing} of topic {topic} are not in the "
+                "vocabulary: a word the vectorizer dropped (a stop word, or "
+                "one outside min_df and max_df) cannot seed a topic."
+            )
+        seed_topics[topic] = [index_of[word] for word in words]
+    return seed_topics

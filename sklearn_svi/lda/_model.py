@@ -24,7 +24,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_non_negative, validate_data
 
 from .._online import OnlineUpdateMixin
-from .._sources import features_out, rowwise, summed_over_rows
+from .._sources import evenly_spaced_rows, features_out, rowwise, summed_over_rows
 from .._threads import map_rows, sum_rows, thread_pool
 from .._validation import listed_rows, rows_of_entries
 from ._dirichlet import (
@@ -38,10 +38,14 @@ from ._local_step import LocalStep, _CompactDocuments, minibatch_statistic
 
 
 def _raise_to_floor(values, floor, span):
-    """Set ``values[span]`` below ``floor`` to ``floor``; return how many."""
+    """Set ``values[span]`` below ``floor`` to ``floor``; return how many.
+
+    ``floor`` is a scalar or an array of the shape of ``values``.
+    """
     block = values[span]
+    floor = floor if np.ndim(floor) == 0 else floor[span]
     below = block < floor
-    block[below] = floor
+    block[below] = floor if np.ndim(floor) == 0 else floor[below]
     return int(np.count_nonzero(below))
 
 
@@ -89,11 +93,17 @@ SAMPLE_BELOW = {
 fewer tokens than this."""
 
 
+DEFAULT_SEED_STRENGTH = 0.01
+"""The share of a topic's expected number of tokens that ``seed_topics``
+gives its seed words as pseudo-counts."""
+
 # The LDA estimators' own parameters and their defaults.
 LDA_PARAMETERS = dict(
     n_components=10,
     doc_topic_prior=None,
     topic_word_prior=None,
+    seed_topics=None,
+    seed_strength=DEFAULT_SEED_STRENGTH,
     local_step="auto",
     max_doc_update_iter="auto",
     mean_change_tol=1e-3,
@@ -113,8 +123,11 @@ class _OnlineLDA(
     This class is the model: its local step, prior, bound and transform.
     """
 
-    # lambda starts from draws that read only the number of words.
-    _initial_sample_batches = 0
+    @property
+    def _initial_sample_batches(self):
+        # lambda starts from draws that read only the number of words; the
+        # seeds' pseudo-counts scale with the number of tokens of a sample.
+        return 1 if self.seed_topics else 0
 
     _parameter_constraints: dict = {
         **OnlineUpdateMixin._shared_parameter_constraints,
@@ -127,7 +140,10 @@ class _OnlineLDA(
             None,
             Interval(Real, 0, None, closed="neither"),
             StrOptions({"auto"}),
+            "array-like",
         ],
+        "seed_topics": [None, dict],
+        "seed_strength": [Interval(Real, 0, None, closed="neither")],
         "local_step": [StrOptions({"vb", "cvb0", "gibbs", "auto"})],
         "max_doc_update_iter": [
             Interval(Integral, 1, None, closed="left"),
@@ -144,6 +160,84 @@ class _OnlineLDA(
         """The starting value of a prior parameter: 1 / K for None or "auto"."""
         return 1.0 / self.n_components if prior in (None, "auto") else float(prior)
 
+    def _learns_topic_word_prior(self):
+        """Whether eta (its symmetric part, with seeds) is learned."""
+        return isinstance(self.topic_word_prior, str)
+
+    def _initial_topic_word_prior(self, n_features, dtype):
+        """eta: a float, or with ``seed_topics`` or an array
+        ``topic_word_prior`` an array of shape (n_components, n_features)
+        of type ``dtype``.
+
+        The array is the transpose of a C-contiguous array of lambda's
+        layout, word by word, which the update reads without a copy.
+        """
+        seeds = self._seed_pseudo_counts(n_features)
+        if self.topic_word_prior is None or isinstance(
+            self.topic_word_prior, (str, Real)
+        ):
+            base = self._initial_prior(self.topic_word_prior)
+            if seeds is None:
+                return base
+            prior = seeds.T + base
+        else:
+            prior = self._checked_topic_word_prior(n_features).T
+            if seeds is not None:
+                prior = prior + seeds.T
+        return np.ascontiguousarray(prior, dtype=dtype).T
+
+    def _checked_topic_word_prior(self, n_features):
+        """``topic_word_prior`` given as an array, checked against the data."""
+        prior = np.asarray(self.topic_word_prior, dtype=np.float64)
+        expected = (self.n_components, n_features)
+        if prior.shape != expected:
+            raise ValueError(
+                f"topic_word_prior has shape {prior.shape}, expected {expected} "
+                "(n_components, n_features) to give every topic and word a "
+                "value."
+            )
+        if not np.all(np.isfinite(prior) & (prior > 0)):
+            raise ValueError(
+                "topic_word_prior must hold positive, finite values: the "
+                "Dirichlet prior of a topic is defined only for them."
+            )
+        return prior
+
+    def _seed_pseudo_counts(self, n_features):
+        """The seeds' part of eta, an array of shape (n_components,
+        n_features), or None without ``seed_topics``.
+
+        The seed words of a topic share ``seed_strength`` times the number
+        of tokens of a topic of the corpus, N_tokens / K, equally.
+        """
+        if not self.seed_topics:
+            return None
+        seeds = np.zeros((self.n_components, n_features))
+        for topic, words in self.seed_topics.items():
+            if not isinstance(topic, Integral) or not 0 <= topic < self.n_components:
+                raise ValueError(
+                    f"seed_topics has the key {topic!r}; its keys must be "
+                    f"topics, integers from 0 to {self.n_components - 1}."
+                )
+            indices = np.asarray(list(words))
+            if indices.size == 0 or not np.issubdtype(indices.dtype, np.integer):
+                raise ValueError(
+                    f"seed_topics[{topic}] must list feature indices, integers "
+                    f"from 0 to {n_features - 1}, and got {words!r}; "
+                    "sklearn_svi.seed_word_indices finds the indices of "
+                    "words."
+                )
+            outside = indices[(indices < 0) | (indices >= n_features)]
+            if len(outside):
+                raise ValueError(
+                    f"seed_topics[{topic}] lists the feature indices "
+                    f"{outside.tolist()}, outside 0 to {n_features - 1}."
+                )
+            seeds[topic, indices] = (
+                self.seed_strength * self._tokens_per_topic / len(set(indices.tolist()))
+            )
+        return seeds
+
     def _learn_doc_topic_prior(self, rho, mean_log_theta):
         """Move alpha by a step ``rho`` of Newton's direction for the
         minibatch's mean E[log theta] (Hoffman, Blei & Bach 2010)."""
@@ -151,21 +245,31 @@ class _OnlineLDA(
         self.doc_topic_prior_ = _positive_step(self.doc_topic_prior_, direction, rho)
 
     def _learn_topic_word_prior(self):
-        """Set eta to the symmetric prior that maximises the topics' term of
-        the ELBO at the current lambda."""
+        """Set eta's symmetric part to the value that maximises the topics'
+        term of the ELBO at the current lambda, the seeds' pseudo-counts
+        held."""
         # sum_kw E[log beta_kw] = sum_kw psi(lambda_kw) - V sum_k psi(sum_w lambda_kw)
         log_sum = float(np.sum(psi(self._natural), dtype=np.float64))
         log_sum -= len(self._natural) * float(np.sum(psi(self._topic_totals)))
-        self.topic_word_prior_ = _symmetric_dirichlet_maximum(
-            self.topic_word_prior_, self.n_components, len(self._natural), log_sum
+        seeds = self._seed_pseudo_counts(len(self._natural))
+        if seeds is None:
+            self.topic_word_prior_ = _symmetric_dirichlet_maximum(
+                self.topic_word_prior_, self.n_components, len(self._natural), log_sum
+            )
+            return
+        # Newton's method starts from the current symmetric part.
+        symmetric = float(self.topic_word_prior_[0, 0]) - seeds[0, 0]
+        symmetric = _symmetric_dirichlet_maximum(
+            symmetric, self.n_components, len(self._natural), log_sum, seeds
         )
+        self.topic_word_prior_[...] = seeds + symmetric
 
     def _after_update(self, rho, statistic):
         if self.doc_topic_prior == "auto":
             self._learn_doc_topic_prior(rho, statistic.sample_mean)
 
     def _after_pass(self):
-        if self.topic_word_prior == "auto":
+        if self._learns_topic_word_prior():
             self._learn_topic_word_prior()
 
     # -- input validation --------------------------------------------------------
@@ -197,8 +301,13 @@ class _OnlineLDA(
 
     def _initial_natural(self, X, n_total, random_state):
         # Hoffman et al. (2013) and scikit-learn: lambda ~ Gamma(100, 1/100),
-        # drawn topic by topic as scikit-learn does and stored word by word.
+        # drawn topic by topic as scikit-learn does and stored word by word;
+        # the seeds' pseudo-counts are added, so that the first local step
+        # already finds the seed words in their topics.
         topic_word = random_state.gamma(100.0, 0.01, (self.n_components, X.shape[1]))
+        seeds = self._seed_pseudo_counts(X.shape[1])
+        if seeds is not None:
+            topic_word += seeds
         # The seed of the documents' random starts in the updates (``_start_key``).
         self._start_seed = int(random_state.randint(2**63, dtype=np.int64))
         return np.ascontiguousarray(topic_word.T, dtype=X.dtype)
@@ -209,7 +318,15 @@ class _OnlineLDA(
         self.doc_topic_prior_ = np.full(
             self.n_components, self._initial_prior(self.doc_topic_prior)
         )
-        self.topic_word_prior_ = self._initial_prior(self.topic_word_prior)
+        # The corpus's expected number of tokens per topic, the scale of the
+        # seeds' pseudo-counts, from a minibatch's worth of documents spread
+        # over the data: the rows a cluster's sample holds too.
+        if self.seed_topics:
+            sample = X[evenly_spaced_rows(X.shape[0], self.batch_size)]
+            self._tokens_per_topic = (
+                float(sample.sum()) * n_total / sample.shape[0] / self.n_components
+            )
+        self.topic_word_prior_ = self._initial_topic_word_prior(X.shape[1], X.dtype)
         super()._initialize_online(X, n_total, mechanisms)
         self._topic_totals = self._sum_topics()
 
@@ -226,7 +343,7 @@ class _OnlineLDA(
                 UserWarning,
                 stacklevel=2,
             )
-        if self.topic_word_prior == "auto":
+        if self._learns_topic_word_prior():
             warnings.warn(
                 f'topic_word_prior="auto" with local_step="{self.local_step}" '
                 "overestimates eta: on documents drawn with eta=0.05 it learned "
@@ -246,7 +363,16 @@ class _OnlineLDA(
         return int(np.random.SeedSequence(entropy).generate_state(1, np.uint64)[0])
 
     def _prior_natural(self):
-        return self.topic_word_prior_
+        # An array of eta is stored word by word, as lambda is.
+        prior = self.topic_word_prior_
+        return prior if np.ndim(prior) == 0 else prior.T
+
+    def _local_copy(self, rows=None):
+        # The local step does not read eta; an array of it is cut as lambda.
+        local = super()._local_copy(rows)
+        if rows is not None and np.ndim(self.topic_word_prior_) == 2:
+            local.topic_word_prior_ = self.topic_word_prior_[:, rows]
+        return local
 
     def _prepare_minibatch(self, X_batch):
         """The minibatch's documents with their words renumbered."""
@@ -304,7 +430,7 @@ class _OnlineLDA(
         )
 
     def _project_natural(self):
-        """Raise every lambda_kw below the prior eta to eta.
+        """Raise every lambda_kw below the prior eta_kw to eta_kw.
 
         Without annealing lambda = eta + a non-negative statistic, so
         {lambda >= eta} holds every iterate of plain SVI; this is the nearest
@@ -313,7 +439,7 @@ class _OnlineLDA(
         projected = sum(
             map_rows(
                 lambda span: _raise_to_floor(
-                    self._natural, self.topic_word_prior_, span
+                    self._natural, self._prior_natural(), span
                 ),
                 len(self._natural),
             )
@@ -406,7 +532,8 @@ class _OnlineLDA(
         """The topics' terms of the ELBO (Hoffman et al. 2013, eq. 31), in
         float64."""
         return _dirichlet_term(
-            self.topic_word_prior_, self.components_.astype(np.float64)
+            np.asarray(self.topic_word_prior_, dtype=np.float64),
+            self.components_.astype(np.float64),
         )
 
     def _infer(self, X, collapsed=None):
