@@ -17,6 +17,7 @@ from ._datasets import (
 )
 from ._version import __version__  # noqa: F401
 from .factorization import SVIMatrixFactorization
+from .feature_extraction import WordSketch
 from .lda import AnnealedLDA, FilteredLDA, SmoothedLDA, seed_word_indices, top_words
 from .mixture import SVIGaussianMixture
 
@@ -26,6 +27,7 @@ __all__ = [
     "SVIGaussianMixture",
     "SVIMatrixFactorization",
     "SmoothedLDA",
+    "WordSketch",
     "load_python_docstrings",
     "load_ratings",
     "make_lda_corpus",
