@@ -19,7 +19,9 @@ many new words as the first had. Three parts:
    process at each quarter of the stream, and the top words of the topics
    that the held-out documents of the second half use most, named by the
    sketch.
-3. **Cost.** CPU milliseconds per ``partial_fit`` at each 2^b, one thread.
+3. **Cost.** CPU milliseconds per ``partial_fit`` at each 2^b, one thread,
+   of plain SVI as it is (its update writes the rows of the minibatch's
+   buckets and scales the others) and of plain SVI writing every row.
 
 Run ``python benchmarks/bench_open_vocabulary.py healthtweets FILE --column
 summary`` (the second corpus a tab-separated file) or ``python
@@ -155,26 +157,36 @@ def stream(args, first, second, held_out):
     return summary, memory_table, lines
 
 
+class EveryRowSVI(SmoothedLDA):
+    """Plain SVI whose update writes every row of lambda."""
+
+    _scales_rows = False
+
+
 def update_cost(args, texts):
-    """Part 3: CPU ms per partial_fit at each number of buckets."""
+    """Part 3: CPU ms per partial_fit at each number of buckets, of plain
+    SVI as it is (writing the minibatch's rows) and writing every row."""
     rows = []
     batches = minibatches(texts, args.batch_size)[: args.cost_updates]
     for bits in args.bits:
         sketch = WordSketch(hashing(bits)).fit(texts[: args.batch_size])
         counts = [sketch.transform(batch) for batch in batches]
-        lda = SmoothedLDA(
-            n_components=args.n_components,
-            batch_size=args.batch_size,
-            total_samples=len(texts),
-            random_state=0,
-        )
-        lda.partial_fit(counts[0])
-        started = time.process_time()
-        for X in counts[1:]:
-            lda.partial_fit(X)
-        seconds = (time.process_time() - started) / (len(counts) - 1)
-        rows.append([f"2^{bits}", f"{1e3 * seconds:.1f}"])
-    return simple_table(["Buckets", "ms per partial_fit"], rows)
+        row = [f"2^{bits}"]
+        for model in (SmoothedLDA, EveryRowSVI):
+            lda = model(
+                n_components=args.n_components,
+                batch_size=args.batch_size,
+                total_samples=len(texts),
+                random_state=0,
+            )
+            lda.partial_fit(counts[0])
+            started = time.process_time()
+            for X in counts[1:]:
+                lda.partial_fit(X)
+            seconds = (time.process_time() - started) / (len(counts) - 1)
+            row.append(f"{1e3 * seconds:.1f}")
+        rows.append(row)
+    return simple_table(["Buckets", "ms per partial_fit", "writing every row"], rows)
 
 
 def main():

@@ -73,7 +73,9 @@ class OnlineModel(metaclass=ABCMeta):
     def _check_fitted_data(self, X):
         """``X`` validated for a fitted model, in the type of lambda."""
         check_is_fitted(self)
-        return self._check_training_data(X, reset=False, dtype=self._natural.dtype)
+        return self._check_training_data(
+            X, reset=False, dtype=self._stored_natural.dtype
+        )
 
     def _prepare_minibatch(self, X_batch):
         """The minibatch in the form ``_local_statistic`` takes: X_batch itself.
@@ -99,8 +101,11 @@ class OnlineModel(metaclass=ABCMeta):
         local = copy.copy(self)
         local.__dict__ = dict(self.__dict__)
         del local.__dict__["_update_state"]
-        if rows is not None:
-            local._natural = self._natural[rows]
+        if rows is None:
+            local._natural = self._natural
+        else:
+            natural, natural_rows = self._natural_of_rows(rows)
+            local._natural = natural if natural_rows is not None else natural[rows]
             local._natural_rows = rows
         return local
 

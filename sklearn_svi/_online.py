@@ -39,7 +39,7 @@ from ._sources import training_rows
 from ._threads import sum_rows, thread_pool
 from ._transaction import spare_like, transaction
 from ._update_fast import step_toward_target
-from ._update_state import UpdateState
+from ._update_state import SMALLEST_SCALE, UpdateState
 from ._validation import refused_update
 
 # Each update's local step is timed at the DEBUG level.
@@ -89,8 +89,10 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
 
     The model supplies its part through the hooks of :class:`OnlineModel`;
     a model that overrides ``_initialize_online`` calls it. lambda is an
-    array of shape (n_params, n_components), kept in ``_natural``, and
-    everything else the update changes is the fit's ``UpdateState``.
+    array of shape (n_params, n_components), ``_natural`` (stored scaled
+    between updates that wrote only some rows, for a model that sets
+    ``_scales_rows``), and everything else the update changes is the fit's
+    ``UpdateState``.
 
     The mixin reads the estimator's parameters (:class:`OnlineParameters`)
     ``batch_size``, ``max_iter``, ``total_samples``, ``evaluate_every``,
@@ -100,6 +102,83 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
     which the model's local step and every row-wise array operation of the
     update share.
     """
+
+    # Whether an update of plain SVI may write only the rows of its
+    # statistic, keeping lambda - eta on the others scaled (``ScaledRows``):
+    # for models whose minibatches touch few rows of lambda.
+    _scales_rows = False
+
+    @property
+    def _natural(self):
+        """lambda, of shape (n_params, n_components).
+
+        While updates keep it scaled, a read-only array computed from the
+        stored one; otherwise the stored array itself.
+        """
+        stored = self._stored_natural
+        scaled = self._scaled_rows()
+        if scaled is None:
+            return stored
+        settled = scaled.settled(stored)
+        settled.flags.writeable = False
+        return settled
+
+    @_natural.setter
+    def _natural(self, value):
+        # A new lambda, unscaled.
+        self.__dict__["_natural"] = value
+        state = self.__dict__.get("_update_state")
+        if state is not None:
+            state.scaled_rows.reset()
+
+    @property
+    def _stored_natural(self):
+        """The array that holds lambda, scaled or not: its shape and type
+        are lambda's."""
+        try:
+            return self.__dict__["_natural"]
+        except KeyError:  # not fitted
+            raise AttributeError("_natural") from None
+
+    def _scaled_rows(self):
+        """The ``ScaledRows`` of the fit while lambda is scaled, else None."""
+        state = self.__dict__.get("_update_state")
+        if state is None or state.scaled_rows.scale == 1.0:
+            return None
+        return state.scaled_rows
+
+    def _natural_of_rows(self, rows):
+        """lambda on ``rows`` (sorted) at least, and the indices of the rows
+        of the array returned (None when it holds every row)."""
+        local_rows = self.__dict__.get("_natural_rows")
+        if local_rows is not None:
+            return self._stored_natural, local_rows
+        scaled = self._scaled_rows()
+        if scaled is None:
+            return self._stored_natural, None
+        return scaled.rows_of(self._stored_natural, rows), rows
+
+    def _row_totals(self):
+        """The sums of lambda over its rows, in float64.
+
+        Summed over the same fixed blocks of rows as the update's own sums,
+        so that the result does not depend on the number of threads; while
+        lambda is scaled, from the scale's own sums.
+        """
+        scaled = self._scaled_rows()
+        if scaled is not None:
+            return scaled.prior_totals + scaled.scale * scaled.excess_totals
+        stored = self._stored_natural
+        return sum_rows(
+            lambda span: stored[span].sum(axis=0, dtype=np.float64), len(stored)
+        )
+
+    def _settle_natural(self):
+        """Write out a scaled lambda: the stored array becomes lambda again."""
+        scaled = self._scaled_rows()
+        if scaled is not None:
+            self.__dict__["_natural"] = scaled.settled(self._stored_natural)
+            scaled.reset()
 
     def _checked_mechanisms(self):
         """The mechanism settings, checked against the other parameters."""
@@ -179,7 +258,7 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
         # 2013, eq. 25 when L = 1), never formed as an array: the filters and
         # the update compute it on the fly.
         target = self._noisy_optimum(state.window, n_total)
-        rho = state.step_size(self.n_batch_iter_, target, self._natural)
+        rho = state.step_size(self.n_batch_iter_, target, self._stored_natural)
         self._move_natural(target, rho)
         if state.window.negatively_weighted:
             # Negative weights can take lambda^ out of the feasible set;
@@ -201,11 +280,27 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
     def _move_natural(self, target, rho):
         """lambda = (1 - rho) lambda + rho lambda^, refused if not finite.
 
-        One pass over each row block writes the new lambda to a spare array
-        and sums its rows; the new lambda replaces the old one only when
-        every sum is finite, so an overflow or a NaN never reaches the model.
+        When the model allows it and the update is plain SVI's (a step size
+        that does not read lambda, a statistic that lists some rows only,
+        no negative weights), only the listed rows are written and the
+        others are scaled (``ScaledRows``). Otherwise one pass over each row
+        block writes the new lambda to a spare array and sums its rows; the
+        new lambda replaces the old one only when every sum is finite, so an
+        overflow or a NaN never reaches the model.
         """
         state = self._update_state
+        if self._may_scale_rows(target, rho):
+            scaled = state.scaled_rows
+            if scaled.scale * (1.0 - rho) < SMALLEST_SCALE:
+                self._settle_natural()
+            if scaled.scale == 1.0:
+                scaled.start(target.prior, self._row_totals())
+            row_sums = scaled.step(
+                self._stored_natural, target.total, target.scale, rho
+            )
+            self._natural_updated(row_sums)
+            return
+        self._settle_natural()
         updated = spare_like(self._natural, state.spare_natural)
         row_sums = sum_rows(
             lambda span: step_toward_target(
@@ -227,11 +322,20 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
         state.spare_natural, self._natural = self._natural, updated
         self._natural_updated(row_sums)
 
+    def _may_scale_rows(self, target, rho):
+        """Whether this update may write only the rows of its statistic."""
+        return (
+            self._scales_rows
+            and not self._update_state.step_size.reads_parameters
+            and not target.negatively_weighted
+            and rho < 1.0
+            and len(target.total.rows) < len(self._stored_natural)
+        )
+
     def _noisy_optimum(self, window, n_total):
         """lambda^ = eta + N / (statistics in ``window``) * ``window.sum``."""
-        prior = _prior_of_entries(
-            self._prior_natural(), self._natural.shape, self._natural.dtype
-        )
+        stored = self._stored_natural
+        prior = _prior_of_entries(self._prior_natural(), stored.shape, stored.dtype)
         return NoisyOptimum(
             window.sum, n_total / window.count, prior, window.negatively_weighted
         )
@@ -355,9 +459,12 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
         """
         started = time.perf_counter()
         mechanisms = self._checked_mechanisms()
-        warm = self.warm_start and hasattr(self, "_natural")
+        warm = self.warm_start and hasattr(self, "_stored_natural")
         data = training_rows(
-            self, X, reset=not warm, dtype=self._natural.dtype if warm else None
+            self,
+            X,
+            reset=not warm,
+            dtype=self._stored_natural.dtype if warm else None,
         )
         X_val = self._check_evaluation_data(X_val, data.dtype)
         n_samples = data.n_samples
@@ -409,9 +516,12 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
         """
         started = time.perf_counter()
         mechanisms = self._checked_mechanisms()
-        first_call = not hasattr(self, "_natural")
+        first_call = not hasattr(self, "_stored_natural")
         data = training_rows(
-            self, X, reset=first_call, dtype=None if first_call else self._natural.dtype
+            self,
+            X,
+            reset=first_call,
+            dtype=None if first_call else self._stored_natural.dtype,
         )
         X_val = self._check_evaluation_data(X_val, data.dtype)
         with thread_pool(self.n_jobs):

@@ -158,7 +158,7 @@ def rowwise(n_columns=None, dtype=None):
                 self,
                 X,
                 None if n_columns is None else n_columns(self),
-                self._natural.dtype if dtype is None else dtype,
+                self._stored_natural.dtype if dtype is None else dtype,
             )
 
         return on_any_rows

@@ -370,3 +370,95 @@ def observe_difference(
             if is_listed:
                 listed += 1
     return np.array([sums[k] for k in range(6)], dtype=np.float64)
+
+
+def scaled_rows_of(
+    const floating[:, ::1] stored,
+    const Py_ssize_t[::1] rows,
+    const floating[:, :] prior,
+    double scale,
+    floating[:, ::1] out,
+):
+    """out = eta + c (stored - eta) on ``rows``: lambda's rows, kept scaled.
+
+    Parameters
+    ----------
+    stored : ndarray of shape (n_params, n_components)
+        The stored array A of lambda = eta + c (A - eta).
+    rows : ndarray of shape (n_rows,)
+        The rows to read.
+    prior : ndarray of shape (n_params, 1) or (n_params, n_components)
+        eta, as for :func:`step_toward_target`.
+    scale : float
+        c.
+    out : ndarray of shape (n_rows, n_components)
+        Output: lambda on ``rows``.
+    """
+    cdef Py_ssize_t n_components = stored.shape[1]
+    cdef bint per_entry = _prior_per_entry(prior, n_components)
+    cdef Py_ssize_t j, k, i
+    cdef floating c = <floating> scale
+    cdef const floating* eta
+    with nogil:
+        for j in range(rows.shape[0]):
+            i = rows[j]
+            eta = &prior[i, 0]
+            if per_entry:
+                for k in range(n_components):
+                    out[j, k] = eta[k] + c * (stored[i, k] - eta[k])
+            else:
+                for k in range(n_components):
+                    out[j, k] = eta[0] + c * (stored[i, k] - eta[0])
+
+
+def add_to_rows(
+    floating[:, ::1] stored,
+    const Py_ssize_t[::1] rows,
+    const floating[:, ::1] block,
+    double factor,
+    floating[:, ::1] saved,
+):
+    """stored[rows] += factor block, in place, keeping the old rows.
+
+    The scaled update of :class:`~sklearn_svi._update_state.ScaledRows`:
+    with ``factor`` = rho scale / c_t and ``block`` the window's total, it
+    adds rho (lambda^ - eta) / c_t to the rows listed.
+
+    Parameters
+    ----------
+    stored : ndarray of shape (n_params, n_components)
+        The stored array, whose ``rows`` are rewritten.
+    rows : ndarray of shape (n_rows,)
+        Distinct rows.
+    block : ndarray of shape (n_rows, n_components)
+        The values added to them, before ``factor``.
+    factor : float
+        The factor of ``block``.
+    saved : ndarray of shape (n_rows, n_components)
+        Output: the rows as they were.
+
+    Returns
+    -------
+    added : ndarray of shape (n_components,)
+        The sums over the rows of what was added, in float64.
+    finite : bool
+        Whether every new value is finite.
+    """
+    cdef Py_ssize_t n_components = stored.shape[1]
+    cdef Py_ssize_t j, k, i
+    cdef floating f = <floating> factor
+    cdef floating increment
+    # x - x is 0 for a finite x and NaN otherwise, and NaN stays NaN.
+    cdef double probe = 0.0
+    added = np.zeros(n_components, dtype=np.float64)
+    cdef double[::1] sums = added
+    with nogil:
+        for j in range(rows.shape[0]):
+            i = rows[j]
+            for k in range(n_components):
+                saved[j, k] = stored[i, k]
+                increment = f * block[j, k]
+                stored[i, k] = stored[i, k] + increment
+                sums[k] += increment
+                probe += stored[i, k] - stored[i, k]
+    return added, probe == 0.0

@@ -12,8 +12,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ._update_fast import add_to_rows, scaled_rows_of
+
 # Most step sizes kept in the step size record.
 STEP_SIZE_RECORD_CAPACITY = 10_000
+
+# A scaled lambda is written out before its scale falls below this value, so
+# that the stored deviations from eta stay far from overflow, in float32 too.
+SMALLEST_SCALE = 1e-12
 
 
 def _empty_evaluation_history():
@@ -22,6 +28,131 @@ def _empty_evaluation_history():
 
 def _empty_step_size_history():
     return {"n_batch_iter": [], "step_size": []}
+
+
+class ScaledRows:
+    """lambda kept as eta + c (stored - eta), so that rows move by scaling.
+
+    An update of plain SVI moves every row of lambda by
+    lambda <- (1 - rho) lambda + rho lambda^, and on the rows that the
+    minibatch's statistic does not list lambda^ = eta, so there
+    lambda - eta only shrinks by 1 - rho. Kept as one scale c for all rows,
+    c <- (1 - rho) c, the update writes only the listed rows:
+    stored <- stored + rho (lambda^ - eta) / c (Vowpal Wabbit's scaled
+    weights for the same reason). The sums of lambda over the rows follow
+    from the sums of stored - eta. With c = 1 the stored array is lambda.
+
+    Attributes
+    ----------
+    scale : float
+        c; 1 when the stored array is lambda.
+    prior : ndarray or None
+        eta in the form the compiled passes read, fixed while c < 1.
+    prior_totals, excess_totals : ndarray of shape (n_components,) or None
+        The sums over the rows of eta and of stored - eta, in float64.
+    """
+
+    def __init__(self):
+        self.reset()
+
+    def reset(self):
+        """c = 1: the stored array is lambda."""
+        self.scale = 1.0
+        self.prior = None
+        self.prior_totals = None
+        self.excess_totals = None
+
+    def start(self, prior, totals):
+        """Begin scaling at c = 1 from lambda whose row sums are ``totals``
+        and whose prior is ``prior``."""
+        self.prior = prior
+        self.prior_totals = np.broadcast_to(prior, (len(prior), len(totals))).sum(
+            axis=0, dtype=np.float64
+        )
+        self.excess_totals = np.asarray(totals, dtype=np.float64) - self.prior_totals
+
+    def rows_of(self, stored, rows):
+        """lambda on ``rows``: eta + c (stored - eta)."""
+        out = np.empty((len(rows), stored.shape[1]), dtype=stored.dtype)
+        scaled_rows_of(stored, rows, self.prior, self.scale, out)
+        return out
+
+    def settled(self, stored):
+        """All of lambda, as a new array."""
+        return (self.prior + self.scale * (stored - self.prior)).astype(stored.dtype)
+
+    def step(self, stored, total, total_scale, rho):
+        """One update of plain SVI on the scaled lambda.
+
+        lambda^ - eta is ``total_scale`` times the ``total`` on its rows
+        and 0 elsewhere; the listed rows of ``stored`` are rewritten in
+        place.
+
+        Parameters
+        ----------
+        stored : ndarray of shape (n_params, n_components)
+            The stored array.
+        total : SparseStatistic
+            The window's total, on its rows.
+        total_scale : float
+            N / (number of statistics in the window).
+        rho : float
+            The step size, below 1.
+
+        Returns
+        -------
+        totals : ndarray of shape (n_components,)
+            The sums of the new lambda over the rows, in float64.
+
+        Raises
+        ------
+        FloatingPointError
+            If the new rows or sums are not finite; nothing changes then.
+        """
+        scale = self.scale * (1.0 - rho)
+        saved = np.empty_like(total.block)
+        added, finite = add_to_rows(
+            stored, total.rows, total.block, rho * total_scale / scale, saved
+        )
+        excess_totals = self.excess_totals + added
+        totals = self.prior_totals + scale * excess_totals
+        if not (finite and np.all(np.isfinite(totals))):
+            stored[total.rows] = saved
+            raise FloatingPointError(
+                "The update from this minibatch would make the global "
+                f"parameters non-finite in {stored.dtype}: the data's values "
+                "are too large for the model's floating point type."
+            )
+        self._undo.append((stored, total.rows, saved))
+        self.scale, self.excess_totals = scale, excess_totals
+        return totals
+
+    # -- one part of a transaction ------------------------------------------------
+
+    def begin(self):
+        """Start recording the changes, for :meth:`rollback`."""
+        self._saved = dict(vars(self))
+        self._undo = []
+
+    def commit(self):
+        """Keep the changes since :meth:`begin`."""
+        del self._saved, self._undo
+
+    def rollback(self):
+        """Put back the rows written and the scale."""
+        for stored, rows, block in reversed(self._undo):
+            stored[rows] = block
+        saved = self._saved
+        vars(self).clear()
+        vars(self).update(saved)
+        vars(self).pop("_saved", None)
+        vars(self).pop("_undo", None)
+
+    def __getstate__(self):
+        state = dict(vars(self))
+        state.pop("_saved", None)
+        state.pop("_undo", None)
+        return state
 
 
 @dataclass
@@ -49,6 +180,9 @@ class UpdateState:
     spare_natural : ndarray or None, default=None
         The array lambda was in before the last update, into which the next
         update writes; it holds no information.
+    scaled_rows : ScaledRows
+        The scale of lambda's deviations from eta, below 1 after updates
+        that wrote only the rows of their statistic.
     """
 
     window: object
@@ -59,6 +193,7 @@ class UpdateState:
     step_size_history: dict = field(default_factory=_empty_step_size_history)
     step_size_record_every: int = 1
     spare_natural: np.ndarray | None = None
+    scaled_rows: ScaledRows = field(default_factory=ScaledRows)
 
     @classmethod
     def build(cls, mechanisms, shape, dtype, random_state):
@@ -100,7 +235,11 @@ class UpdateState:
     # -- one unit of a transaction ------------------------------------------------
 
     def _parts(self):
-        return [part for part in (self.window, self.step_size) if part is not None]
+        return [
+            part
+            for part in (self.window, self.step_size, self.scaled_rows)
+            if part is not None
+        ]
 
     def _lists(self):
         return [
@@ -141,3 +280,8 @@ class UpdateState:
         state["spare_natural"] = None
         state.pop("_saved", None)
         return state
+
+    def __setstate__(self, state):
+        # A state saved before lambda could be scaled holds lambda itself.
+        state.setdefault("scaled_rows", ScaledRows())
+        vars(self).update(state)

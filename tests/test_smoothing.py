@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from numpy.testing import assert_allclose, assert_array_equal
+from numpy.testing import assert_allclose
 from sklearn.utils import gen_batches
 
 from sklearn_svi import SmoothedLDA
@@ -25,7 +25,7 @@ def dense_reference_run(X, L, **params):
     statistics = []
     for t, batch in enumerate(gen_batches(X.shape[0], params["batch_size"]), start=1):
         probe._natural = topic_word
-        probe._topic_totals = probe._sum_topics()
+        probe._topic_totals = probe._row_totals()
         statistic = probe._local_statistic(probe._prepare_minibatch(X[batch]), draw=t)
         dense = np.zeros_like(topic_word)
         dense[statistic.rows] = statistic.block
@@ -38,10 +38,14 @@ def dense_reference_run(X, L, **params):
     return topic_word.T
 
 
-def test_window_length_one_is_plain_svi_bit_for_bit(planted_corpus, svi_params):
+def test_window_length_one_is_plain_svi(planted_corpus, svi_params):
+    # The update writes the minibatch's rows and scales the others, which
+    # rounds differently from the dense recursion, by ~1e-15.
     X = planted_corpus[0]
     model = SmoothedLDA(L=1, **svi_params).partial_fit(X)
-    assert_array_equal(model.components_, dense_reference_run(X, 1, **svi_params))
+    assert_allclose(
+        model.components_, dense_reference_run(X, 1, **svi_params), rtol=1e-12
+    )
 
 
 @pytest.mark.parametrize("L", [3, 10])

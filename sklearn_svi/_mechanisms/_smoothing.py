@@ -75,9 +75,9 @@ class SmoothingWindow:
     arrived, the mean is taken over those stored.
 
     With ``length=1`` the sum is the latest statistic itself, rows and
-    values, and no dense array is kept: the update, plain SVI bit for bit,
-    reads the statistic on its own rows and moves every other row toward
-    the prior alone.
+    values, and no dense array is kept: the update, plain SVI, reads the
+    statistic on its own rows and moves every other row toward the prior
+    alone.
 
     Parameters
     ----------

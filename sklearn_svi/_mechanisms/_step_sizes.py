@@ -57,9 +57,13 @@ class StepSize(Protocol):
     monte_carlo_batches : int
         Number of minibatches drawn at the initial lambda whose noisy optima
         ``start`` receives before the first update; 0 for none.
+    reads_parameters : bool
+        Whether the step size reads lambda (``current``); one that does not
+        lets an update write only the rows of its statistic.
     """
 
     monte_carlo_batches: int
+    reads_parameters: bool
 
     def start(self, targets, current):
         """Take in the noisy optima ``targets`` (:class:`NoisyOptimum`)
@@ -86,6 +90,7 @@ class _Schedule:
     """A step size that depends on the update number alone."""
 
     monte_carlo_batches = 0
+    reads_parameters = False
 
     def start(self, targets, current):
         """Nothing to start: a schedule draws no minibatches."""
@@ -227,6 +232,9 @@ class FilteredStepSize:
     mean_difference : ndarray of shape (n_params, n_components)
         The stored g: each row as of the last update that visited it.
     """
+
+    # The differences d_t read lambda itself.
+    reads_parameters = True
 
     def __init__(
         self,

@@ -25,7 +25,7 @@ from sklearn.utils.validation import check_non_negative, validate_data
 
 from .._online import OnlineUpdateMixin
 from .._sources import evenly_spaced_rows, features_out, rowwise, summed_over_rows
-from .._threads import map_rows, sum_rows, thread_pool
+from .._threads import map_rows, thread_pool
 from .._validation import listed_rows, rows_of_entries
 from ._dirichlet import (
     _dirichlet_expectation,
@@ -122,6 +122,10 @@ class _OnlineLDA(
     that differ only in their defaults.
     This class is the model: its local step, prior, bound and transform.
     """
+
+    # A minibatch holds few of the words: plain SVI's update writes its
+    # words' rows and scales the others.
+    _scales_rows = True
 
     @property
     def _initial_sample_batches(self):
@@ -248,6 +252,8 @@ class _OnlineLDA(
         """Set eta's symmetric part to the value that maximises the topics'
         term of the ELBO at the current lambda, the seeds' pseudo-counts
         held."""
+        # eta changes: lambda is written out at the eta it was scaled with.
+        self._settle_natural()
         # sum_kw E[log beta_kw] = sum_kw psi(lambda_kw) - V sum_k psi(sum_w lambda_kw)
         log_sum = float(np.sum(psi(self._natural), dtype=np.float64))
         log_sum -= len(self._natural) * float(np.sum(psi(self._topic_totals)))
@@ -328,7 +334,7 @@ class _OnlineLDA(
             )
         self.topic_word_prior_ = self._initial_topic_word_prior(X.shape[1], X.dtype)
         super()._initialize_online(X, n_total, mechanisms)
-        self._topic_totals = self._sum_topics()
+        self._topic_totals = self._row_totals()
 
     def _warn_learned_priors_of_collapsed_step(self):
         """Warn about the learned priors that cost the collapsed steps."""
@@ -418,17 +424,6 @@ class _OnlineLDA(
         # The topics' totals, which E[log beta] and E[beta] need.
         self._topic_totals = row_sums
 
-    def _sum_topics(self):
-        """The sums of lambda over the words, in float64.
-
-        Summed over the same fixed blocks of rows as the update's own sums,
-        so that the result does not depend on the number of threads.
-        """
-        return sum_rows(
-            lambda span: self._natural[span].sum(axis=0, dtype=np.float64),
-            len(self._natural),
-        )
-
     def _project_natural(self):
         """Raise every lambda_kw below the prior eta_kw to eta_kw.
 
@@ -445,7 +440,7 @@ class _OnlineLDA(
             )
         )
         if projected:
-            self._topic_totals = self._sum_topics()
+            self._topic_totals = self._row_totals()
         return projected
 
     def _document_iterations(self, collapsed, in_update):
@@ -501,13 +496,14 @@ class _OnlineLDA(
             SAMPLE_BELOW[self.local_step] if collapsed and in_update else 0.0,
             sampled_sweeps,
         )
+        natural, natural_rows = self._natural_of_rows(documents.words)
         return step.fit(
             documents,
-            self._natural,
+            natural,
             self._topic_totals,
             start_key,
             index_words,
-            natural_rows=getattr(self, "_natural_rows", None),
+            natural_rows=natural_rows,
             sample_counts=sample_counts and collapsed,
         )
 
