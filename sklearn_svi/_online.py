@@ -258,7 +258,12 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
         # 2013, eq. 25 when L = 1), never formed as an array: the filters and
         # the update compute it on the fly.
         target = self._noisy_optimum(state.window, n_total)
-        rho = state.step_size(self.n_batch_iter_, target, self._stored_natural)
+        rho = state.step_size(
+            self.n_batch_iter_,
+            target,
+            self._stored_natural,
+            state.scaled_rows.scale,
+        )
         self._move_natural(target, rho)
         if state.window.negatively_weighted:
             # Negative weights can take lambda^ out of the feasible set;
@@ -280,13 +285,14 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
     def _move_natural(self, target, rho):
         """lambda = (1 - rho) lambda + rho lambda^, refused if not finite.
 
-        When the model allows it and the update is plain SVI's (a step size
-        that does not read lambda, a statistic that lists some rows only,
-        no negative weights), only the listed rows are written and the
-        others are scaled (``ScaledRows``). Otherwise one pass over each row
-        block writes the new lambda to a spare array and sums its rows; the
-        new lambda replaces the old one only when every sum is finite, so an
-        overflow or a NaN never reaches the model.
+        When the model allows it and the update only shrinks lambda - eta
+        on the rows that its statistic does not list (a statistic that lists
+        some rows only, no negative weights, rho below 1), only the listed
+        rows are written and the others are scaled (``ScaledRows``).
+        Otherwise one pass over each row block writes the new lambda to a
+        spare array and sums its rows; the new lambda replaces the old one
+        only when every sum is finite, so an overflow or a NaN never reaches
+        the model.
         """
         state = self._update_state
         if self._may_scale_rows(target, rho):
@@ -326,7 +332,6 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
         """Whether this update may write only the rows of its statistic."""
         return (
             self._scales_rows
-            and not self._update_state.step_size.reads_parameters
             and not target.negatively_weighted
             and rho < 1.0
             and len(target.total.rows) < len(self._stored_natural)

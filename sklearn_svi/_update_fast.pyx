@@ -213,6 +213,7 @@ cdef inline void _fold_row(
     const floating* eta,
     const floating* stored_eta,
     Py_ssize_t eta_step,
+    floating current_scale,
     floating carry,
     floating pull,
     floating keep,
@@ -225,23 +226,29 @@ cdef inline void _fold_row(
 
     ``eta`` and ``stored_eta`` hold one value per column (``eta_step`` 1) or
     one for the row (0), a constant of each call, as in :func:`_step_row`.
+    The row's lambda is c ``row`` + (1 - c) eta with c = ``current_scale``:
+    the row itself when c = 1.
     """
     cdef Py_ssize_t k
     cdef double e, g, t
+    cdef floating current
     cdef double squared_excess = 0.0, mean_excess = 0.0, squared_mean = 0.0
     cdef double mean_target = 0.0, excess_target = 0.0, squared_target = 0.0
+    cdef floating rest = 1 - current_scale
     if total == NULL:
         for k in range(n_components):
-            e = row[k] - eta[k * eta_step]
-            g = carry * stored[k] - pull * (row[k] - stored_eta[k * eta_step])
+            current = current_scale * row[k] + rest * eta[k * eta_step]
+            e = current - eta[k * eta_step]
+            g = carry * stored[k] - pull * (current - stored_eta[k * eta_step])
             updated[k] = keep * <floating> g - share * <floating> e
             squared_excess += e * e
             mean_excess += g * e
             squared_mean += g * g
     else:
         for k in range(n_components):
-            e = row[k] - eta[k * eta_step]
-            g = carry * stored[k] - pull * (row[k] - stored_eta[k * eta_step])
+            current = current_scale * row[k] + rest * eta[k * eta_step]
+            e = current - eta[k * eta_step]
+            g = carry * stored[k] - pull * (current - stored_eta[k * eta_step])
             t = total[k] * factor
             updated[k] = keep * <floating> g + share * <floating> (t - e)
             squared_excess += e * e
@@ -264,6 +271,7 @@ def observe_difference(
     double scale,
     const floating[:, :] prior,
     const floating[:, ::1] current,
+    double current_scale,
     const floating[:, ::1] mean,
     const floating[:, :] stored_prior,
     floating[:, ::1] updated_mean,
@@ -296,7 +304,10 @@ def observe_difference(
     rows, block, scale, prior :
         The noisy optimum lambda^, as in :func:`step_toward_target`.
     current : ndarray of shape (n_params, n_components)
-        lambda before the update.
+        lambda before the update, or, with ``current_scale`` c below 1, the
+        stored array A of lambda = eta + c (A - eta).
+    current_scale : float
+        c.
     mean : ndarray of shape (n_params, n_components)
         The stored average g of the differences so far, read only.
     stored_prior : ndarray of the shape of ``prior``
@@ -333,6 +344,7 @@ def observe_difference(
     cdef floating factor = <floating> scale
     cdef floating keep = <floating> decay
     cdef floating share = <floating> (1.0 / window)
+    cdef floating current_factor = <floating> current_scale
     cdef bint is_listed
     cdef bint per_entry = _prior_per_entry(prior, n_components)
     cdef const floating* total
@@ -356,14 +368,14 @@ def observe_difference(
             if per_entry:
                 _fold_row(
                     &current[i, 0], &mean[i, 0], &updated_mean[i, 0], total,
-                    factor, &prior[i, 0], &stored_prior[i, 0], 1,
+                    factor, &prior[i, 0], &stored_prior[i, 0], 1, current_factor,
                     <floating> carried[i], <floating> pulled[i], keep, share,
                     n_components, sums,
                 )
             else:
                 _fold_row(
                     &current[i, 0], &mean[i, 0], &updated_mean[i, 0], total,
-                    factor, &prior[i, 0], &stored_prior[i, 0], 0,
+                    factor, &prior[i, 0], &stored_prior[i, 0], 0, current_factor,
                     <floating> carried[i], <floating> pulled[i], keep, share,
                     n_components, sums,
                 )

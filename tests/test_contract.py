@@ -142,13 +142,10 @@ def test_plain_settings_are_plain_svi(name):
 class Replayed(_Schedule):
     """The step sizes of another fit, update by update."""
 
-    # Read lambda as a filter does, so that the update takes the same path.
-    reads_parameters = True
-
     def __init__(self, step_sizes):
         self.step_sizes = step_sizes
 
-    def __call__(self, step, target, current):
+    def __call__(self, step, target, current, current_scale=1.0):
         return self.step_sizes[step - 1]
 
 

@@ -255,13 +255,10 @@ def test_filter_changes_only_the_step_size(planted_corpus, monkeypatch):
 class ReplayedSchedule(_Schedule):
     """A step size that plays back given step sizes."""
 
-    # Read lambda as a filter does, so that the update takes the same path.
-    reads_parameters = True
-
     def __init__(self, step_sizes):
         self.step_sizes = step_sizes
 
-    def __call__(self, step, target, current):
+    def __call__(self, step, target, current, current_scale=1.0):
         return self.step_sizes[step - 1]
 
 

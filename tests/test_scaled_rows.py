@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
-from sklearn_svi import AnnealedLDA, FilteredLDA, SmoothedLDA, make_lda_corpus
+from sklearn_svi import AnnealedLDA, SmoothedLDA, make_lda_corpus
 from sklearn_svi._update_state import SMALLEST_SCALE
 
 
@@ -34,11 +34,23 @@ def fit_both(estimator, X, monkeypatch, partial=False):
     [
         dict(),
         dict(learning_rate=0.5),
+        dict(learning_rate="gaussian"),
+        dict(learning_rate="student-t", seed_topics={0: [1, 2, 3]}),
+        dict(learning_rate="adaptive"),
         dict(topic_word_prior="auto", local_step="vb"),
         dict(seed_topics={0: [1, 2, 3]}),
         dict(doc_topic_prior="auto"),
     ],
-    ids=["schedule", "constant-step", "learned-eta", "seeds", "learned-alpha"],
+    ids=[
+        "schedule",
+        "constant-step",
+        "gaussian-filter",
+        "t-filter-seeds",
+        "adaptive",
+        "learned-eta",
+        "seeds",
+        "learned-alpha",
+    ],
 )
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_scaled_rows_follow_the_update_of_every_row(
@@ -111,12 +123,11 @@ def test_an_interrupted_update_puts_back_the_rows_and_the_scale(documents, monke
 @pytest.mark.parametrize(
     "estimator",
     [
-        FilteredLDA(),
         AnnealedLDA(M=5, M_growth=0),
         SmoothedLDA(L=4, learning_rate=0.3),
         SmoothedLDA(learning_rate=1.0),
     ],
-    ids=["filter", "negative-weights", "window", "step-one"],
+    ids=["negative-weights", "window", "step-one"],
 )
 def test_updates_that_read_or_move_every_row_write_every_row(documents, estimator):
     model = estimator.set_params(n_components=6, batch_size=40, random_state=0)

@@ -209,14 +209,22 @@ def test_moments_and_step_match_numpy_on_their_rows(dtype, prior_kind, all_rows)
     expected_mean = decay * up_to_date + (listed_target - excess) / window
     in_span = np.arange(30)[span]
     listed_in_span = rows[(rows >= 5) & (rows < 20)]
-    for every_row, visited in [(True, in_span), (False, listed_in_span)]:
+    # lambda as it is, and kept as eta + c (A - eta) with c = 0.25.
+    scaled = (prior + (natural - prior) / 0.25).astype(dtype)
+    cases = [
+        (every_row, visited, current, current_scale)
+        for every_row, visited in [(True, in_span), (False, listed_in_span)]
+        for current, current_scale in [(natural, 1.0), (scaled, 0.25)]
+    ]
+    for every_row, visited, current, current_scale in cases:
         updated_mean = mean.copy()
         stored = np.zeros((len(visited), 4), dtype=dtype)
         sums = observe_difference(
             *window_sum.restricted_to(span),
             scale,
             prior,
-            natural,
+            current,
+            current_scale,
             mean,
             stored_prior,
             updated_mean,

@@ -57,21 +57,19 @@ class StepSize(Protocol):
     monte_carlo_batches : int
         Number of minibatches drawn at the initial lambda whose noisy optima
         ``start`` receives before the first update; 0 for none.
-    reads_parameters : bool
-        Whether the step size reads lambda (``current``); one that does not
-        lets an update write only the rows of its statistic.
     """
 
     monte_carlo_batches: int
-    reads_parameters: bool
 
     def start(self, targets, current):
         """Take in the noisy optima ``targets`` (:class:`NoisyOptimum`)
         drawn at lambda = ``current``."""
 
-    def __call__(self, step, target, current):
-        """rho_t of update number ``step`` from lambda = ``current`` toward
-        the :class:`NoisyOptimum` ``target``."""
+    def __call__(self, step, target, current, current_scale=1.0):
+        """rho_t of update number ``step`` from lambda toward the
+        :class:`NoisyOptimum` ``target``: lambda is ``current``, or, with a
+        ``current_scale`` c below 1, eta + c (``current`` - eta) with eta
+        the target's prior."""
 
     def state(self):
         """The state the user sees, a dict of floats."""
@@ -90,7 +88,6 @@ class _Schedule:
     """A step size that depends on the update number alone."""
 
     monte_carlo_batches = 0
-    reads_parameters = False
 
     def start(self, targets, current):
         """Nothing to start: a schedule draws no minibatches."""
@@ -127,7 +124,7 @@ class RobbinsMonroStepSize(_Schedule):
         self.offset = offset
         self.decay = decay
 
-    def __call__(self, step, target, current):
+    def __call__(self, step, target, current, current_scale=1.0):
         """Step size of update number ``step`` (the other arguments are unused)."""
         return (self.offset + step) ** (-self.decay)
 
@@ -147,7 +144,7 @@ class ConstantStepSize(_Schedule):
     def __init__(self, rate):
         self.rate = rate
 
-    def __call__(self, step, target, current):
+    def __call__(self, step, target, current, current_scale=1.0):
         """The constant step size (the arguments are unused)."""
         return self.rate
 
@@ -233,9 +230,6 @@ class FilteredStepSize:
         The stored g: each row as of the last update that visited it.
     """
 
-    # The differences d_t read lambda itself.
-    reads_parameters = True
-
     def __init__(
         self,
         gain_rule,
@@ -294,7 +288,7 @@ class FilteredStepSize:
             self.window = float(count)
             self._observe(target, current)
 
-    def __call__(self, step, target, current):
+    def __call__(self, step, target, current, current_scale=1.0):
         """The step size of an update from ``current`` toward ``target``.
 
         Parameters
@@ -304,13 +298,17 @@ class FilteredStepSize:
         target : NoisyOptimum
             The noisy optimum lambda^_t.
         current : ndarray
-            lambda before the update, the filter's mean mu_{t-1}.
+            lambda before the update, the filter's mean mu_{t-1}, or its
+            stored array when ``current_scale`` is below 1.
+        current_scale : float, default=1.0
+            c of lambda = eta + c (``current`` - eta), eta the target's
+            prior.
 
         Returns
         -------
         rho : float
         """
-        squared_distance = self._observe(target, current)
+        squared_distance = self._observe(target, current, current_scale)
         rho = self.gain_rule.gain(self.drift, self.noise, squared_distance)
         if self.floor is not None:
             rho = max(rho, self.floor(step, target, current))
@@ -318,11 +316,11 @@ class FilteredStepSize:
         self._follow_step(rho, target)
         return rho
 
-    def _observe(self, target, current):
+    def _observe(self, target, current, current_scale=1.0):
         """Fold d_t into g and h, update Q and R; return ||d_t||^2."""
         decay = 1.0 - 1.0 / self.window
         squared_distance, squared_mean_norm = self._fold_difference(
-            target, current, decay
+            target, current, current_scale, decay
         )
         self.mean_squared_norm = (
             decay * self.mean_squared_norm + squared_distance / self.window
@@ -344,7 +342,7 @@ class FilteredStepSize:
             self.drift = max(mean_square - self.weight_square_sum * self.noise, 0.0)
         return float(squared_distance)
 
-    def _fold_difference(self, target, current, decay):
+    def _fold_difference(self, target, current, current_scale, decay):
         """g <- decay g + d_t / tau on the rows visited, and the totals
         moved; return ||d_t||^2 and ||g||^2 over all rows.
 
@@ -380,6 +378,7 @@ class FilteredStepSize:
             lambda span: observe_difference(
                 *target.restricted_to(span),
                 current,
+                current_scale,
                 self.mean_difference,
                 target.prior if self._prior is None else self._prior,
                 updated_mean,
