@@ -171,7 +171,7 @@ class FilteredLDA(_OnlineLDA):
     of the benchmarks (+0.001 to +0.005 nats per held-out word), as did the
     adaptive rate and the Student's t filter (0.000 to +0.006). The
     filter's moments are kept for the words of each minibatch only (the
-    others follow in closed form), yet an update costs 1.17 to 1.21 times
+    others follow in closed form), yet an update costs 1.14 to 1.24 times
     plain SVI's, and the Gaussian filter's first steps rise above the
     bound, so on a stationary corpus, in the same CPU time, it trails
     plain SVI in the first seconds (see the user guide).
