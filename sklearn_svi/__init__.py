@@ -18,7 +18,14 @@ from ._datasets import (
 from ._version import __version__  # noqa: F401
 from .factorization import SVIMatrixFactorization
 from .feature_extraction import WordSketch
-from .lda import AnnealedLDA, FilteredLDA, SmoothedLDA, seed_word_indices, top_words
+from .lda import (
+    AnnealedLDA,
+    FilteredLDA,
+    SmoothedLDA,
+    TopicTimeline,
+    seed_word_indices,
+    top_words,
+)
 from .mixture import SVIGaussianMixture
 
 __all__ = [
@@ -27,6 +34,7 @@ __all__ = [
     "SVIGaussianMixture",
     "SVIMatrixFactorization",
     "SmoothedLDA",
+    "TopicTimeline",
     "WordSketch",
     "load_python_docstrings",
     "load_ratings",

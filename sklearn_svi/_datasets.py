@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_array, check_non_negative
 
 from .metrics._stability import topic_alignment
 
@@ -22,11 +23,12 @@ def make_lda_corpus(
     mean_document_length=100,
     doc_topic_prior=0.1,
     topic_word_prior=0.05,
+    topics=None,
     random_state=None,
 ):
     """Draw a document-word count matrix from the LDA generative process.
 
-    Topics beta_k ~ Dirichlet(topic_word_prior), proportions
+    Topics beta_k ~ Dirichlet(topic_word_prior) (or given), proportions
     theta_d ~ Dirichlet(doc_topic_prior), document lengths
     n_d ~ Poisson(mean_document_length) and, marginalising the topic
     assignments, word counts x_d ~ Multinomial(n_d, theta_d^T beta).
@@ -45,6 +47,11 @@ def make_lda_corpus(
         Symmetric Dirichlet parameter of the proportions.
     topic_word_prior : float, default=0.05
         Symmetric Dirichlet parameter of the topics.
+    topics : array-like of shape (n_topics, n_features), default=None
+        Topic-word distributions to draw the documents from instead (rows
+        of non-negative values, normalised here), e.g. some of another
+        corpus's planted topics, for a stream whose topics change;
+        ``n_features`` and ``n_topics`` then follow its shape.
     random_state : int, RandomState instance or None, default=None
         Seed.
 
@@ -58,7 +65,15 @@ def make_lda_corpus(
         The planted topic proportions.
     """
     rng = check_random_state(random_state)
-    topics = rng.dirichlet(np.full(n_features, topic_word_prior), size=n_topics)
+    if topics is None:
+        topics = rng.dirichlet(np.full(n_features, topic_word_prior), size=n_topics)
+    else:
+        topics = check_array(topics, dtype=np.float64)
+        check_non_negative(topics, "make_lda_corpus (topics)")
+        if not np.all(topics.sum(axis=1) > 0):
+            raise ValueError("Every row of topics must have a positive sum.")
+        topics = topics / topics.sum(axis=1, keepdims=True)
+        n_topics, n_features = topics.shape
     doc_topic = rng.dirichlet(np.full(n_topics, doc_topic_prior), size=n_documents)
     lengths = rng.poisson(mean_document_length, size=n_documents)
     word_probabilities = doc_topic @ topics

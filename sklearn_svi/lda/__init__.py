@@ -7,11 +7,13 @@ from ._estimators import (
     seed_word_indices,
     top_words,
 )
+from ._timeline import TopicTimeline
 
 __all__ = [
     "AnnealedLDA",
     "FilteredLDA",
     "SmoothedLDA",
+    "TopicTimeline",
     "seed_word_indices",
     "top_words",
 ]

@@ -5,6 +5,8 @@ the package implements; coherence and diversity judge the topics' top
 words; alignment and stability compare the topics of two fits; precision,
 recall and NDCG at k judge a recommender's top items
 (:func:`ranking_score`). Each has a scorer form for ``GridSearchCV``.
+:func:`drift_alarms` reads a filter's step sizes as a signal that a stream
+changed.
 """
 
 from ._coherence import (
@@ -20,6 +22,7 @@ from ._completion import (
     log_predictive,
     split_tokens,
 )
+from ._drift import drift_alarms
 from ._ranking import ranking_score, ranking_scorer
 from ._stability import (
     TopicAlignment,
@@ -35,6 +38,7 @@ __all__ = [
     "coherence_scorer",
     "completion_score",
     "diversity_scorer",
+    "drift_alarms",
     "log_predictive",
     "ranking_score",
     "ranking_scorer",
