@@ -36,7 +36,8 @@ def weekly_slices():
     texts, dates = load_texts("NewsArticles", with_column="publish_date")
     parsed = []
     for text, date in zip(texts, dates):
-        parts = date.strip().split("/")
+        # "2017/2/7", some with a time of day after the date.
+        parts = date.strip().split(" ")[0].split("/")
         if len(parts) == 3:
             year, month, day = map(int, parts)
             parsed.append((np.datetime64(f"{year:04d}-{month:02d}-{day:02d}"), text))
@@ -84,8 +85,10 @@ def fit_gensim(X, rows, args):
         id2word=id2word,
         time_slice=[part.stop - part.start for part in rows],
         num_topics=args.n_components,
+        # gensim's loop runs while its count is at most em_max_iter (until
+        # the bound converges): exactly ``em_iterations`` iterations.
         em_min_iter=args.em_iterations,
-        em_max_iter=args.em_iterations,
+        em_max_iter=args.em_iterations - 1,
         random_state=0,
     )
     return time.process_time() - started
