@@ -2,8 +2,8 @@
 
 The held-out documents and their document completion, the shuffled epochs
 every model of a comparison sees in the same order, the command-line parser
-of a script, and gensim's online ``LdaModel`` behind the estimators'
-interface.
+of a script, gensim's online ``LdaModel`` behind the estimators'
+interface, and plain SVI writing every row of lambda.
 """
 
 import argparse
@@ -11,6 +11,7 @@ import itertools
 
 import numpy as np
 
+from sklearn_svi import SmoothedLDA
 from sklearn_svi.metrics import split_tokens
 
 from corpus import BUILT_IN_CORPORA, load_counts
@@ -20,6 +21,13 @@ HELD_OUT_FRACTION = 0.1
 
 CORPUS_HELD_OUT_FRACTION = 0.05
 """Share of a corpus held out by ``bench_scale.py`` and ``bench_quality.py``."""
+
+
+class EveryRowSVI(SmoothedLDA):
+    """Plain SVI whose update writes every row of lambda, as it did before
+    the rows a minibatch does not hold were kept scaled."""
+
+    _scales_rows = False
 
 
 def argument_parser(doc):

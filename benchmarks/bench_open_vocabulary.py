@@ -39,7 +39,7 @@ from threadpoolctl import threadpool_limits
 from sklearn_svi import SmoothedLDA, WordSketch, top_words
 from sklearn_svi._topics import read_texts
 
-from _common import argument_parser
+from _common import EveryRowSVI, argument_parser
 from bench_soak import resident_mib
 from corpus import BUILT_IN_CORPORA, corpus_name, load_texts
 from tables import simple_table, write_results
@@ -155,12 +155,6 @@ def stream(args, first, second, held_out):
         [[f"{n}", f"{d:,}", f"{m:.0f}"] for n, d, m in memory],
     )
     return summary, memory_table, lines
-
-
-class EveryRowSVI(SmoothedLDA):
-    """Plain SVI whose update writes every row of lambda."""
-
-    _scales_rows = False
 
 
 def update_cost(args, texts):

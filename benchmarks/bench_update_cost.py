@@ -35,18 +35,11 @@ from threadpoolctl import threadpool_limits
 
 from sklearn_svi import AnnealedLDA, FilteredLDA, SmoothedLDA
 
-from _common import corpus_parser
+from _common import EveryRowSVI, corpus_parser
 from corpus import BUILT_IN_CORPORA, corpus_name, load_corpus
 from tables import simple_table, write_results
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
-
-
-class EveryRowSVI(SmoothedLDA):
-    """Plain SVI whose update writes every row of lambda, as it did before
-    the rows a minibatch does not hold were kept scaled."""
-
-    _scales_rows = False
 
 
 MODELS = {
