@@ -38,8 +38,7 @@ class ScaledRows:
     minibatch's statistic does not list lambda^ = eta, so there
     lambda - eta only shrinks by 1 - rho. Kept as one scale c for all rows,
     c <- (1 - rho) c, the update writes only the listed rows:
-    stored <- stored + rho (lambda^ - eta) / c (Vowpal Wabbit's scaled
-    weights for the same reason). The sums of lambda over the rows follow
+    stored <- stored + rho (lambda^ - eta) / c. The sums of lambda over the rows follow
     from the sums of stored - eta. With c = 1 the stored array is lambda.
 
     Attributes
@@ -66,8 +65,9 @@ class ScaledRows:
         """Begin scaling at c = 1 from lambda whose row sums are ``totals``
         and whose prior is ``prior``."""
         self.prior = prior
-        self.prior_totals = np.broadcast_to(prior, (len(prior), len(totals))).sum(
-            axis=0, dtype=np.float64
+        # One column for a prior of each row, one per component otherwise.
+        self.prior_totals = np.broadcast_to(
+            prior.sum(axis=0, dtype=np.float64), np.shape(totals)
         )
         self.excess_totals = np.asarray(totals, dtype=np.float64) - self.prior_totals
 
@@ -145,8 +145,6 @@ class ScaledRows:
         saved = self._saved
         vars(self).clear()
         vars(self).update(saved)
-        vars(self).pop("_saved", None)
-        vars(self).pop("_undo", None)
 
     def __getstate__(self):
         state = dict(vars(self))

@@ -179,7 +179,12 @@ class WordSketch(TransformerMixin, BaseEstimator):
         kept = other.candidate_counts_ > 0
         merged.candidate_words_ = self.candidate_words_.copy()
         merged.candidate_counts_ = self.candidate_counts_.copy()
-        merged._add_words(other.candidate_words_[kept], other.candidate_counts_[kept])
+        # A kept word's bucket is its row.
+        merged._add_words(
+            other.candidate_words_[kept],
+            other.candidate_counts_[kept],
+            np.nonzero(kept)[0],
+        )
         return merged
 
     def get_feature_names_out(self, input_features=None):
@@ -250,8 +255,9 @@ class WordSketch(TransformerMixin, BaseEstimator):
             tokens.update(analyze(text))
         words = np.array(list(tokens), dtype=object)
         counts = np.fromiter(tokens.values(), dtype=np.float64, count=len(tokens))
-        np.add.at(self.bucket_counts_, self._buckets(words), counts)
-        self._add_words(words, counts)
+        buckets = self._buckets(words)
+        np.add.at(self.bucket_counts_, buckets, counts)
+        self._add_words(words, counts, buckets)
         self.n_documents_seen_ += len(texts)
         return self
 
@@ -266,33 +272,29 @@ class WordSketch(TransformerMixin, BaseEstimator):
         )
         return hasher.transform([[word] for word in words]).indices
 
-    def _add_words(self, words, counts):
-        """Merge distinct words with their counts into the summaries.
+    def _add_words(self, words, counts, buckets):
+        """Merge distinct words with their counts and buckets into the
+        summaries.
 
         Each touched bucket's kept words and the new ones are added up word
         by word; the bucket keeps its ``n_candidates`` largest, each less
         the next largest count (the merge of Misra-Gries summaries,
         Agarwal et al. 2012, Sec. 2).
         """
-        buckets = self._buckets(words)
         touched = np.unique(buckets)
-        old_words = self.candidate_words_[touched]
-        old_counts = self.candidate_counts_[touched]
+        kept_rows, kept_columns = np.nonzero(self.candidate_counts_[touched] > 0)
+        kept_words = self.candidate_words_[touched[kept_rows], kept_columns]
+        kept_counts = self.candidate_counts_[touched[kept_rows], kept_columns]
+        # A kept word among the new ones adds its count to theirs; the others
+        # are carried over as they are.
         position = {word: index for index, word in enumerate(words)}
+        found = np.array([position.get(word, -1) for word in kept_words], np.intp)
         counts = counts.copy()
-        carried = np.zeros(old_counts.shape, dtype=bool)
-        for (row, column), word in np.ndenumerate(old_words):
-            if old_counts[row, column] == 0:
-                continue
-            index = position.get(word)
-            if index is None:
-                carried[row, column] = True
-            else:
-                counts[index] += old_counts[row, column]
-        rows = np.nonzero(carried)[0]
-        all_buckets = np.concatenate([buckets, touched[rows]])
-        all_words = np.concatenate([words, old_words[carried]])
-        all_counts = np.concatenate([counts, old_counts[carried]])
+        counts[found[found >= 0]] += kept_counts[found >= 0]
+        carried = found < 0
+        all_buckets = np.concatenate([buckets, touched[kept_rows[carried]]])
+        all_words = np.concatenate([words, kept_words[carried]])
+        all_counts = np.concatenate([counts, kept_counts[carried]])
 
         order = np.lexsort((-all_counts, all_buckets))
         all_buckets, all_words, all_counts = (
