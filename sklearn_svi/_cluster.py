@@ -2,18 +2,20 @@
 on Dask collections (registered with :mod:`sklearn_svi._sources`).
 
 The local step is the cost of an update, and it is data-parallel: a
-minibatch is cut into shards by the row blocks that hold its samples, each
-shard's statistic is computed on the worker that holds the block, at the
-model's present state, and the client adds the shards' statistics in the
-order of the blocks and runs the usual update. What travels:
+minibatch is cut into parts by the workers that hold its samples' row
+blocks, one task per worker computes its part's statistic on all the
+worker's threads, at the model's present state, and a tree of tasks adds the
+parts' statistics on the workers, so that the client receives one statistic
+per update and runs the usual update. What travels:
 
-- to a worker, per shard and update: a copy of the model without the
-  update's state (:meth:`~sklearn_svi._contract.OnlineModel._local_copy`),
-  with lambda cut to the rows the shard's local step reads (an LDA shard's
-  words);
-- back, per shard: its sparse statistic, on those rows.
+- to a worker, per update: a copy of the model without the update's state
+  (:meth:`~sklearn_svi._contract.OnlineModel._local_copy`), with lambda cut
+  to the rows the part's local step reads (an LDA part's words), serialised
+  by value when its class lives in ``__main__``;
+- between workers: the parts' sparse statistics, as the tree adds them;
+- back to the client: the sum, on the rows of the minibatch.
 
-The samples stay where they are. Each shard divides its sum by the size of
+The samples stay where they are. Each part divides its sum by the size of
 the whole minibatch, so the statistics add up to the minibatch mean; every
 sample's part of it is computed as on one machine (the same random starts,
 drawn from the minibatch number and the sample), and only the grouping of
@@ -21,10 +23,13 @@ the sum over the samples differs, by rounding.
 
 A worker that dies costs the tasks it was running: Dask runs them again
 elsewhere (recomputing lost blocks of a Dask collection from their graph),
-and blocks that the client scattered itself are sent again. The update
-waits for exactly one statistic per shard and changes the model only then,
-so nothing is counted twice. Dask is imported only when a Dask collection
-or joblib's Dask backend is in use.
+and blocks that the client scattered itself are sent again. A task that
+kills the workers that run it (Dask's ``KilledWorker``) is not sent again,
+and an update that waits longer than ``"sklearn-svi.update-timeout"`` of
+Dask's configuration stops with a clear error. The update changes the model
+only once it has the whole statistic, so nothing is counted twice and a
+failed update leaves the model as it was. Dask is imported only when a Dask
+collection or joblib's Dask backend is in use.
 """
 
 import logging
@@ -39,11 +44,20 @@ from sklearn.base import clone
 
 from ._mechanisms import SparseStatistic
 from ._sources import evenly_spaced_rows, register_engine
+from ._threads import thread_pool
 
 logger = logging.getLogger("sklearn_svi.cluster")
 
-# How many times one update's shards are sent again after a worker was lost.
+# How many times one update's parts are sent again after a worker was lost.
 MAX_ATTEMPTS = 3
+
+# The fan-in of the tree of tasks that adds the parts' statistics.
+SUM_FAN_IN = 8
+
+# The key of Dask's configuration that holds how long an update waits for the
+# workers, and its default.
+TIMEOUT_KEY = "sklearn-svi.update-timeout"
+DEFAULT_TIMEOUT = "10 minutes"
 
 # Payloads of at least this size go straight to their worker (``_sent``).
 DIRECT_PAYLOAD_BYTES = 2**20
@@ -135,9 +149,6 @@ def _stacked(matrices):
 
 
 # -- the tasks that run on the workers -------------------------------------------
-#
-# Each runs on one thread of its worker, as Dask's tasks do: a worker with
-# several threads runs several shards at once.
 
 
 def _validated_block(model, block, index, reset, dtype):
@@ -152,92 +163,61 @@ def _shape(block):
     return block.shape[0], block.shape[1], block.dtype
 
 
-def _assembled(positions, shards):
-    """The samples of shards, in their order in the minibatch."""
-    X_batch = _stacked([shard[0] for shard in shards])
+def _assembled(positions, parts):
+    """The samples of parts, in their order in the minibatch."""
+    X_batch = _stacked([part[0] for part in parts])
     return X_batch[np.argsort(np.concatenate(positions), kind="stable")]
 
 
-def _prepared_shard(model, block, rows):
-    """The rows ``rows`` of a block, and the same rows prepared for the
-    model's local step."""
-    X_shard = block[rows]
-    return X_shard, model._prepare_minibatch(X_shard)
+def _prepared_part(model, rows_by_block, *blocks):
+    """The rows ``rows_by_block`` of each block, one under the other, and
+    the same rows prepared for the model's local step."""
+    X_part = _stacked([block[rows] for block, rows in zip(blocks, rows_by_block)])
+    return X_part, model._prepare_minibatch(X_part)
 
 
-def _rows_read(model, shard):
-    return model._rows_read(shard[1])
+def _rows_read(model, part):
+    return model._rows_read(part[1])
 
 
-def _shard_statistic(payload, shard, sample_weight, draw, n_batch):
-    """A shard's part of the minibatch statistic, at the model in ``payload``."""
-    return pickle.loads(payload)._local_statistic(
-        shard[1], sample_weight, draw, n_batch
-    )
+def _worker_threads():
+    """The number of threads of the worker that runs this task."""
+    from distributed import get_worker
+
+    return get_worker().state.nthreads
 
 
-def _minibatch_call(payload, function, positions, *shards):
-    """``function(model, X_batch)`` for the minibatch that the shards make
+def _part_statistic(payload, part, sample_weight, draw, n_batch):
+    """A part's share of the minibatch statistic, at the model in
+    ``payload``, computed on all the threads of its worker."""
+    model = pickle.loads(payload)
+    with thread_pool(_worker_threads()):
+        return model._local_statistic(part[1], sample_weight, draw, n_batch)
+
+
+def _sum_of(*statistics):
+    return _added_statistics(statistics)
+
+
+def _minibatch_call(payload, function, positions, *parts):
+    """``function(model, X_batch)`` for the minibatch that the parts make
     up, its samples in their order in the minibatch."""
-    return function(pickle.loads(payload), _assembled(positions, shards))
+    return function(pickle.loads(payload), _assembled(positions, parts))
 
 
 # -- the client's side ---------------------------------------------------------------
 
 
-@dataclass
-class _Shard:
-    """The samples of a minibatch that one row block holds.
+def _serialized(model):
+    """The model as bytes, by value when its class is defined in a script
+    or a notebook (``__main__``), which the workers cannot import."""
+    import cloudpickle
 
-    Attributes
-    ----------
-    block : int
-        The row block.
-    positions : ndarray
-        The samples' places in the minibatch.
-    rows : ndarray
-        Their rows in the block.
-    prepared : Future
-        (X_shard, prepared shard) on the worker.
-    rows_read : ndarray or None
-        The rows of lambda its local step reads, None for all.
-    """
-
-    block: int
-    positions: np.ndarray
-    rows: np.ndarray
-    prepared: object = None
-    rows_read: np.ndarray | None = None
-
-
-class _ShardedMinibatch:
-    """A minibatch whose samples stay on the workers, in shards.
-
-    Its shards are prepared on the workers as soon as it is made. The rows
-    of lambda that they read (``reads``, futures until then) come back with
-    the statistics of the update before it (:meth:`ClusterRows.statistic`),
-    or when ``result()`` is asked for first.
-    """
-
-    def __init__(self, client, shards, size):
-        self.client = client
-        self.shards = shards
-        self.size = size
-        self.reads = None
-
-    def take(self, rows_read):
-        for shard, rows in zip(self.shards, rows_read):
-            shard.rows_read = rows
-        self.reads = None
-
-    def result(self):
-        if self.reads is not None:
-            self.take(self.client.gather(self.reads))
-        return self
+    return cloudpickle.dumps(model, protocol=5)
 
 
 def _added_statistics(statistics):
-    """The sum of shard statistics, added in the order given."""
+    """The sum of statistics, added in the order given."""
     if len(statistics) == 1:
         return statistics[0]
     rows = np.unique(np.concatenate([statistic.rows for statistic in statistics]))
@@ -251,6 +231,73 @@ def _added_statistics(statistics):
         for statistic in statistics[1:]:
             sample_mean += statistic.sample_mean
     return SparseStatistic(rows, block, sample_mean)
+
+
+@dataclass
+class _Part:
+    """The samples of a minibatch that one worker holds.
+
+    Attributes
+    ----------
+    worker : str or None
+        The address of the worker that holds the blocks, None when unknown.
+    blocks : list of int
+        The row blocks that hold the samples, in their order.
+    rows : list of ndarray
+        The samples' rows in each block.
+    positions : ndarray
+        The samples' places in the minibatch, in the part's order.
+    prepared : Future
+        (X_part, prepared part) on the worker.
+    rows_read : ndarray or None
+        The rows of lambda its local step reads, None for all.
+    """
+
+    worker: str | None
+    blocks: list
+    rows: list
+    positions: np.ndarray = None
+    prepared: object = None
+    rows_read: np.ndarray | None = None
+
+
+class _DistributedMinibatch:
+    """A minibatch whose samples stay on the workers, one part per worker.
+
+    Its parts are prepared on the workers as soon as it is made. The rows
+    of lambda that they read (``reads``, futures until then) come back with
+    the statistic of the update before it (:meth:`ClusterRows.statistic`),
+    or when ``result()`` is asked for first.
+    """
+
+    def __init__(self, client, rows, parts):
+        self.client = client
+        self.rows = rows
+        self.parts = parts
+        self.reads = None
+
+    @property
+    def size(self):
+        return len(self.rows)
+
+    def take(self, rows_read):
+        for part, rows in zip(self.parts, rows_read):
+            part.rows_read = rows
+        self.reads = None
+
+    def result(self):
+        if self.reads is not None:
+            self.take(self.client.gather(self.reads))
+        return self
+
+
+def _update_timeout():
+    """Seconds that an update waits for the workers, from Dask's
+    configuration (``"sklearn-svi.update-timeout"``)."""
+    import dask
+    from dask.utils import parse_timedelta
+
+    return parse_timedelta(dask.config.get(TIMEOUT_KEY, DEFAULT_TIMEOUT))
 
 
 class ClusterRows:
@@ -285,11 +332,12 @@ class ClusterRows:
         self.offsets = offsets
         self.dtype = dtype
         self.X = X
-        # What preparing a shard needs: the model's parameters.
+        self.timeout = _update_timeout()
+        # What preparing a part needs: the model's parameters.
         self.parameters = clone(model)
         # Minibatches whose preparation was submitted.
         self._pending = []
-        # The workers that hold each block, by the block's key.
+        # The worker that holds each block, by the block's index.
         self._homes = None
 
     @classmethod
@@ -354,12 +402,12 @@ class ClusterRows:
             return self.X
         batches = self.model._initial_sample_batches
         rows = evenly_spaced_rows(self.n_samples, batches * self.model.batch_size)
-        shards = self._shards(rows)
-        self._prepare(shards)
+        parts = self._parts(rows)
+        self._prepare(parts)
         sample = self.client.submit(
             _assembled,
-            [shard.positions for shard in shards],
-            [shard.prepared for shard in shards],
+            [part.positions for part in parts],
+            [part.prepared for part in parts],
             pure=False,
         ).result()
         return sample if batches else sample[:0]
@@ -370,124 +418,189 @@ class ClusterRows:
         gives it."""
         if isinstance(rows, slice):
             rows = np.arange(rows.start, rows.stop)
-        pending = _ShardedMinibatch(self.client, self._shards(rows), len(rows))
+        pending = _DistributedMinibatch(self.client, rows, self._parts(rows))
         self._prepare_pending(pending)
         self._pending.append(pending)
         return pending
 
-    def _shards(self, rows):
-        """The minibatch of the rows ``rows`` cut by the blocks, in their order."""
+    def _parts(self, rows):
+        """The minibatch of the rows ``rows`` cut by the workers that hold
+        them, in the order of their first block."""
         block_of = np.searchsorted(self.offsets, rows, side="right") - 1
-        return [
-            _Shard(block, positions, rows[positions] - self.offsets[block])
-            for block in np.unique(block_of)
-            for positions in [np.flatnonzero(block_of == block)]
-        ]
+        by_block = np.argsort(block_of, kind="stable")
+        blocks, starts = np.unique(block_of[by_block], return_index=True)
+        homes = self._block_homes()
+        parts = {}
+        for block, positions in zip(blocks, np.split(by_block, starts[1:])):
+            part = parts.setdefault(homes[block], _Part(homes[block], [], []))
+            part.blocks.append(block)
+            part.rows.append(rows[positions] - self.offsets[block])
+            part.positions = (
+                positions
+                if part.positions is None
+                else np.concatenate([part.positions, positions])
+            )
+        return list(parts.values())
 
-    def _prepare(self, shards):
-        """Submit the preparation of the shards."""
-        for shard in shards:
-            shard.prepared = self.client.submit(
-                _prepared_shard,
+    def _block_homes(self):
+        """The address of a worker that holds each block (None if none)."""
+        if self._homes is None:
+            held = self.client.who_has(self.blocks)
+            self._homes = [
+                min(held.get(block.key, ()), default=None) for block in self.blocks
+            ]
+        return self._homes
+
+    def _placement(self, part):
+        """Where a part's tasks run: on its worker, or elsewhere if it is lost."""
+        if part.worker is None:
+            return {}
+        return dict(workers=[part.worker], allow_other_workers=True)
+
+    def _prepare(self, parts):
+        """Submit the preparation of the parts."""
+        for part in parts:
+            part.prepared = self.client.submit(
+                _prepared_part,
                 self.parameters,
-                self.blocks[shard.block],
-                shard.rows,
+                part.rows,
+                *[self.blocks[block] for block in part.blocks],
                 pure=False,
+                **self._placement(part),
             )
 
     def _prepare_pending(self, pending):
-        """Submit the preparation of a minibatch's shards and the look-up of
+        """Submit the preparation of a minibatch's parts and the look-up of
         the rows of lambda they read."""
-        self._prepare(pending.shards)
+        self._prepare(pending.parts)
         pending.reads = [
-            self.client.submit(_rows_read, self.parameters, shard.prepared, pure=False)
-            for shard in pending.shards
+            self.client.submit(
+                _rows_read,
+                self.parameters,
+                part.prepared,
+                pure=False,
+                **self._placement(part),
+            )
+            for part in pending.parts
         ]
 
     def statistic(self, minibatch, sample_weight=None, draw=0):
-        """The minibatch statistic at the model's present state: the shards'
-        statistics, computed on the workers and added in the blocks' order."""
-        payloads = [
-            pickle.dumps(self.model._local_copy(shard.rows_read), protocol=5)
-            for shard in minibatch.shards
-        ]
-        statistics = self._run_shards(minibatch, payloads, sample_weight, draw)
-        logger.debug(
-            "update %d: %d shards, %d bytes sent, %d bytes received",
-            draw,
-            len(statistics),
-            sum(len(payload) for payload in payloads),
-            sum(statistic.nbytes for statistic in statistics),
-        )
-        return _added_statistics(statistics)
-
-    def _run_shards(self, minibatch, payloads, sample_weight, draw):
-        """One statistic per shard, sending the shards again after a worker
-        was lost (at most ``MAX_ATTEMPTS`` times)."""
-        from distributed import CancelledError, KilledWorker
+        """The minibatch statistic at the model's present state: one task
+        per worker computes its part's, and a tree of tasks adds them on
+        the workers, in the order of the parts."""
+        from distributed import CancelledError
 
         for attempt in range(1, MAX_ATTEMPTS + 1):
-            # The next minibatch's rows come back with this one's statistics,
+            # The next minibatch's rows come back with this one's statistic,
             # in the same round trip.
             upcoming = [pending for pending in self._pending if pending.reads]
             reads = [future for pending in upcoming for future in pending.reads]
+            payloads = [
+                _serialized(self.model._local_copy(part.rows_read))
+                for part in minibatch.parts
+            ]
             try:
-                futures = [
+                parts = [
                     self.client.submit(
-                        _shard_statistic,
+                        _part_statistic,
                         payload,
-                        shard.prepared,
+                        part.prepared,
                         None
                         if sample_weight is None
-                        else sample_weight[shard.positions],
+                        else sample_weight[part.positions],
                         draw,
                         minibatch.size,
                         pure=False,
                         priority=1,
+                        **self._placement(part),
                     )
-                    for shard, payload in zip(
-                        minibatch.shards, self._sent(minibatch.shards, payloads)
+                    for part, payload in zip(
+                        minibatch.parts, self._sent(minibatch.parts, payloads)
                     )
                 ]
-                results = self.client.gather(futures + reads, direct=True)
-            except (KilledWorker, CancelledError, OSError):
+                results = self._gathered([self._tree_sum(parts)] + reads, draw)
+            except (CancelledError, OSError):
+                # A worker was lost with data that Dask cannot compute again
+                # (a payload or a block that the client scattered); a task
+                # that killed its workers (KilledWorker) is not sent again.
                 if attempt == MAX_ATTEMPTS:
                     raise
                 logger.warning(
-                    "update %d: a worker was lost; sending its shards again", draw
+                    "update %d: a worker was lost; sending its parts again", draw
                 )
-                self._homes = None
-                self._restore_blocks()
-                self._prepare(minibatch.shards)
-                for pending in upcoming:
-                    self._prepare_pending(pending)
+                self._recover(minibatch, upcoming)
                 continue
-            rows_read = iter(results[len(futures) :])
+            statistic = results[0]
+            rows_read = iter(results[1:])
             for pending in upcoming:
                 pending.take([next(rows_read) for _ in pending.reads])
             self._pending = []
-            return results[: len(futures)]
+            logger.debug(
+                "update %d: %d parts, %d bytes sent, %d bytes received",
+                draw,
+                len(parts),
+                sum(len(payload) for payload in payloads),
+                statistic.nbytes,
+            )
+            return statistic
 
-    def _sent(self, shards, payloads):
+    def _tree_sum(self, statistics):
+        """The sum of the statistics, added on the workers by a tree of tasks
+        of fan-in ``SUM_FAN_IN`` whose shape depends only on their number."""
+        while len(statistics) > 1:
+            statistics = [
+                self.client.submit(
+                    _sum_of, *statistics[start : start + SUM_FAN_IN], pure=False
+                )
+                for start in range(0, len(statistics), SUM_FAN_IN)
+            ]
+        return statistics[0]
+
+    def _gathered(self, futures, draw):
+        """The futures' results, or a clear error after ``timeout`` seconds."""
+        from distributed import wait
+
+        try:
+            wait(futures, timeout=self.timeout)
+        except TimeoutError:
+            self.client.cancel(futures)
+            raise TimeoutError(
+                f"Update {draw} waited {self.timeout:g} s for the workers and "
+                "stopped; the model keeps its last update. A worker may hang. "
+                "Set a longer wait with dask.config.set"
+                f'({{"{TIMEOUT_KEY}": "30 minutes"}}).'
+            ) from None
+        return self.client.gather(futures, direct=True)
+
+    def _recover(self, minibatch, upcoming):
+        """Cut and prepare again this update's minibatch and the next after a
+        worker was lost, by the workers that hold the blocks now."""
+        self._homes = None
+        self._restore_blocks()
+        for pending in [minibatch, *upcoming]:
+            pending.parts = self._parts(pending.rows)
+            self._prepare_pending(pending)
+        minibatch.result()
+
+    def _sent(self, parts, payloads):
         """The payloads as task arguments, the large ones scattered first.
 
         A small payload travels inside its task, through the scheduler; one
         of at least ``DIRECT_PAYLOAD_BYTES`` is sent straight to the worker
-        that holds the shard's block, which costs a round trip of its own
-        but not the scheduler's copy.
+        of its part, which costs a round trip of its own but not the
+        scheduler's copy.
         """
-        sent = []
-        for shard, payload in zip(shards, payloads):
-            if len(payload) < DIRECT_PAYLOAD_BYTES:
-                sent.append(payload)
-                continue
-            if self._homes is None:
-                self._homes = self.client.who_has(self.blocks)
-            home = list(self._homes.get(self.blocks[shard.block].key, ())) or None
-            sent.append(
-                self.client.scatter(payload, direct=True, hash=False, workers=home)
+        return [
+            payload
+            if len(payload) < DIRECT_PAYLOAD_BYTES
+            else self.client.scatter(
+                payload,
+                direct=True,
+                hash=False,
+                workers=None if part.worker is None else [part.worker],
             )
-        return sent
+            for part, payload in zip(parts, payloads)
+        ]
 
     def _restore_blocks(self):
         """Scatter again the blocks of the client's data that were lost."""
@@ -501,14 +614,13 @@ class ClusterRows:
     def _on_minibatch(self, function, minibatch):
         """``function(model, X_batch)`` computed on a worker, at the model's
         present state."""
-        payload = pickle.dumps(self.model._local_copy(), protocol=5)
-        positions = [shard.positions for shard in minibatch.shards]
+        payload = _serialized(self.model._local_copy())
         return self.client.submit(
             _minibatch_call,
             payload,
             function,
-            positions,
-            *[shard.prepared for shard in minibatch.shards],
+            [part.positions for part in minibatch.parts],
+            *[part.prepared for part in minibatch.parts],
             pure=False,
         ).result()
 
@@ -562,18 +674,12 @@ class DaskEngine:
 
     def sum_row_blocks(self, part, model, X):
         """The sum of ``part(model, block)`` over the row blocks of ``X``,
-        added in the blocks' order, as a Dask Delayed object."""
+        added in the blocks' order on the cluster, computed."""
         import dask
 
         shared = dask.delayed(model)
         parts = [dask.delayed(part)(shared, block) for block in row_block_tasks(X)]
-        return dask.delayed(_ordered_sum)(parts)
-
-    def later(self, function, *arguments):
-        """``function(*arguments)`` as a Dask Delayed object."""
-        import dask
-
-        return dask.delayed(function)(*arguments)
+        return dask.delayed(_ordered_sum)(parts).compute()
 
 
 def _block_call(block, method, model):

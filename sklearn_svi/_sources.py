@@ -99,10 +99,7 @@ class Engine(Protocol):
 
     def sum_row_blocks(self, part, model, X):
         """The sum of ``part(model, block)`` over the row blocks of ``X``,
-        added in the blocks' order, computed later."""
-
-    def later(self, function, *arguments):
-        """``function(*arguments)``, computed with the engine's results."""
+        added in the blocks' order, computed where the blocks are."""
 
 
 _ENGINES = []
@@ -180,13 +177,14 @@ def summed_over_rows(model, X, part, finish):
     """``finish(model, part(model, X))`` for a ``part`` that adds over rows.
 
     On an engine's collection the parts of the row blocks are computed where
-    they are and added, and the result is the engine's deferred value.
+    they are and added there: a score is a number wherever the rows are, as
+    scikit-learn's model selection needs.
     """
     engine = _engine_holding(X)
     if engine is None:
         return finish(model, part(model, X))
     check_is_fitted(model)
-    return engine.later(finish, model, engine.sum_row_blocks(part, model, X))
+    return finish(model, engine.sum_row_blocks(part, model, X))
 
 
 class _Minibatch:

@@ -47,8 +47,13 @@ def client():
     # process's environment too; they are put back afterwards.
     environment = dict(os.environ)
     # Without work stealing a block stays on the worker it was sent to, so
-    # that killing that worker loses it.
-    with dask.config.set({"distributed.scheduler.work-stealing": False}):
+    # that killing that worker loses it. A task that killed two workers
+    # fails with KilledWorker.
+    settings = {
+        "distributed.scheduler.work-stealing": False,
+        "distributed.scheduler.allowed-failures": 1,
+    }
+    with dask.config.set(settings):
         cluster = distributed.LocalCluster(
             n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
         )
@@ -192,8 +197,11 @@ def test_joblib_dask_backend_sends_the_local_steps_to_the_cluster(
             on_cluster = lda(SmoothedLDA, {}).fit(documents)
             mixture = SVIGaussianMixture(n_components=3, random_state=0).fit(samples)
     names = [task["key"] for task in tasks.data]
-    n_statistics = sum("_shard_statistic" in str(name) for name in names)
-    assert n_statistics >= alone.n_batch_iter_ + mixture.n_batch_iter_
+    n_statistics = sum("_part_statistic" in str(name) for name in names)
+    n_updates = alone.n_batch_iter_ + mixture.n_batch_iter_
+    # One task per worker and update, whatever the number of blocks (one per
+    # worker thread here).
+    assert n_updates <= n_statistics <= len(client.nthreads()) * n_updates
     assert_allclose(on_cluster.components_, alone.components_, rtol=1e-9)
     assert_allclose(mixture.means_, mixture_alone.means_, rtol=1e-9)
     assert_allclose(mixture.covariances_, mixture_alone.covariances_, rtol=1e-9)
@@ -243,9 +251,7 @@ def test_matrix_factorization_on_a_dask_array_and_its_methods(client):
     assert_allclose(
         alone.predict_ratings(blocks).compute(), alone.predict_ratings(ratings)
     )
-    assert_allclose(
-        alone.lower_bound(blocks).compute(), alone.lower_bound(ratings), rtol=1e-12
-    )
+    assert_allclose(alone.lower_bound(blocks), alone.lower_bound(ratings), rtol=1e-12)
     users, items = rng.randint(600, size=50), rng.randint(80, size=50)
     pairs = alone.predict_pairs(blocks, users, items)
     assert isinstance(pairs, da.Array)
@@ -264,7 +270,7 @@ def test_matrix_factorization_on_a_dask_array_and_its_methods(client):
         for (start, stop), n in zip(bounds, held_out)
     ]
     expected = -np.sqrt(np.sum(squared) / np.sum(held_out))
-    assert_allclose(alone.score(blocks).compute(), expected, rtol=1e-12)
+    assert_allclose(alone.score(blocks), expected, rtol=1e-12)
 
 
 def test_mixture_continues_on_a_dask_array_as_on_one_machine(client, samples):
@@ -290,19 +296,21 @@ def test_mixture_fit_on_a_sorted_dask_array_finds_the_clusters(client, samples):
     assert model.score(samples) > -4.5
 
 
-def test_methods_on_dask_collections_give_dask_results(client, documents, samples):
+def test_methods_on_dask_collections_give_dask_results_and_scores(
+    client, documents, samples
+):
     model = lda(SmoothedLDA, {}).fit(documents)
     blocks = row_blocks(documents, 400)
     proportions = model.transform(blocks)
     assert isinstance(proportions, da.Array)
     assert_allclose(proportions.compute(), model.transform(documents))
-    assert_allclose(model.score(blocks).compute(), model.score(documents), rtol=1e-12)
-    assert_allclose(
-        model.perplexity(blocks).compute(), model.perplexity(documents), rtol=1e-12
-    )
+    # Scores are numbers, as scikit-learn's model selection needs.
+    assert isinstance(model.score(blocks), float)
+    assert_allclose(model.score(blocks), model.score(documents), rtol=1e-12)
+    assert_allclose(model.perplexity(blocks), model.perplexity(documents), rtol=1e-12)
     mixture = SVIGaussianMixture(n_components=3, random_state=0).fit(samples)
     sample_blocks = da.from_array(samples, chunks=(700, 2))
-    assert_allclose(mixture.score(sample_blocks).compute(), mixture.score(samples))
+    assert_allclose(mixture.score(sample_blocks), mixture.score(samples))
     assert_array_equal(
         mixture.predict(sample_blocks).compute(), mixture.predict(samples)
     )
@@ -357,6 +365,36 @@ def test_a_killed_worker_costs_a_retry_of_its_shard_and_nothing_is_counted_twice
     assert survived.n_batch_iter_ == reference.n_batch_iter_
     assert survived.n_samples_seen_ == reference.n_samples_seen_
     assert_array_equal(survived.components_, reference.components_)
+    client.wait_for_workers(2, timeout=WORKER_RESTART_SECONDS)
+
+
+class PoisonousLDA(WorkerKillingLDA):
+    """WorkerKillingLDA that kills every worker that runs update
+    ``kill_at``, and writes a line to ``marker`` each time."""
+
+    def _local_statistic(self, documents, sample_weight=None, draw=0, n_batch=None):
+        if draw == self.kill_at:
+            with open(self.marker, "a") as marker:
+                marker.write("killed\n")
+            os.kill(os.getpid(), signal.SIGKILL)
+        return SmoothedLDA._local_statistic(
+            self, documents, sample_weight, draw, n_batch
+        )
+
+
+def test_a_task_that_kills_its_workers_is_not_sent_again(client, documents, tmp_path):
+    """Dask gives it ``allowed-failures`` more workers (1 here), then the fit
+    stops with KilledWorker and the model keeps its last update."""
+    blocks = row_blocks(documents, 400)
+    marker = tmp_path / "killed"
+    reference = WorkerKillingLDA().partial_fit(blocks[:128])
+    # The minibatch of update 2 lies in the first block: one task.
+    model = PoisonousLDA(marker=str(marker), kill_at=2)
+    with pytest.raises(distributed.KilledWorker):
+        model.partial_fit(blocks)
+    assert marker.read_text().count("killed") == 2
+    assert model.n_batch_iter_ == 1
+    assert_allclose(model.components_, reference.components_, rtol=1e-12)
     client.wait_for_workers(2, timeout=WORKER_RESTART_SECONDS)
 
 
@@ -452,7 +490,7 @@ def test_blocks_scattered_by_the_client_are_sent_again_when_lost(
     client.run(kill_this_process, workers=holder, on_error="ignore")
     with caplog.at_level(logging.WARNING, logger="sklearn_svi.cluster"):
         statistic = data.statistic(minibatch, draw=1)
-    assert "update 1: a worker was lost; sending its shards again" in caplog.text
+    assert "update 1: a worker was lost; sending its parts again" in caplog.text
     assert_array_equal(statistic.rows, wanted.rows)
     assert_allclose(statistic.block, wanted.block, rtol=1e-12)
     client.wait_for_workers(2, timeout=WORKER_RESTART_SECONDS)
@@ -489,3 +527,113 @@ def test_an_empty_partition_of_a_bag_is_a_clear_error(client, documents):
     empty = bag.filter(lambda block: block.shape[0] > 400)
     with pytest.raises(ValueError, match="partition of the Dask bag holds no matrix"):
         lda(SmoothedLDA, {}).fit(empty)
+
+
+@pytest.fixture
+def separate_cluster(tmp_path):
+    """A scheduler and two one-thread workers started as their own
+    processes, as on a real cluster; the path of the scheduler's file."""
+    scheduler_file = tmp_path / "scheduler.json"
+    dask_command = [sys.executable, "-m", "dask"]
+    processes = [
+        subprocess.Popen(
+            [*dask_command, "scheduler", "--scheduler-file", str(scheduler_file)]
+            + ["--port", "0", "--no-dashboard"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    ]
+    try:
+        processes.append(
+            subprocess.Popen(
+                [*dask_command, "worker", "--scheduler-file", str(scheduler_file)]
+                + ["--nworkers", "2", "--nthreads", "1", "--no-dashboard"],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
+        yield scheduler_file
+    finally:
+        for process in processes[::-1]:
+            process.terminate()
+            process.wait(timeout=60)
+
+
+def test_a_subclass_defined_in_a_script_fits_on_separate_workers(separate_cluster):
+    """The workers cannot import a class defined in ``__main__``: the model
+    travels by value, and its own local step runs there."""
+    result = run_python(
+        "import numpy as np\n"
+        "from distributed import Client\n"
+        "from sklearn_svi import SmoothedLDA, make_lda_corpus\n"
+        "class CountingLDA(SmoothedLDA):\n"
+        "    def _local_statistic(self, documents, *args, **kwargs):\n"
+        "        import distributed, os\n"
+        "        distributed.get_worker()\n"
+        "        return super()._local_statistic(documents, *args, **kwargs)\n"
+        f"client = Client(scheduler_file={str(separate_cluster)!r}, timeout=120)\n"
+        "client.wait_for_workers(2, timeout=120)\n"
+        "X = make_lda_corpus(n_documents=400, n_features=100, random_state=0)[0]\n"
+        "model = CountingLDA(n_components=3, batch_size=100, max_iter=1,\n"
+        "                    random_state=0, n_jobs=1)\n"
+        "import joblib\n"
+        "with joblib.parallel_backend('dask'):\n"
+        "    model.fit(X)\n"
+        "alone = SmoothedLDA(n_components=3, batch_size=100, max_iter=1,\n"
+        "                    random_state=0).fit(X)\n"
+        "print(model.n_batch_iter_,\n"
+        "      np.allclose(model.components_, alone.components_, rtol=1e-9))\n"
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split() == ["4", "True"]
+
+
+class HangingLDA(SmoothedLDA):
+    """SmoothedLDA whose local step in update ``hang_at`` sleeps for
+    ``seconds`` on its worker."""
+
+    def __init__(self, hang_at=0, seconds=0.0, n_components=5, batch_size=100):
+        super().__init__(
+            n_components=n_components,
+            batch_size=batch_size,
+            random_state=0,
+            total_samples=1500,
+        )
+        self.hang_at = hang_at
+        self.seconds = seconds
+
+    def _local_statistic(self, documents, sample_weight=None, draw=0, n_batch=None):
+        if draw == self.hang_at:
+            import time
+
+            time.sleep(self.seconds)
+        return super()._local_statistic(documents, sample_weight, draw, n_batch)
+
+
+def test_a_hung_worker_stops_the_update_with_a_clear_error(client, documents):
+    blocks = row_blocks(documents, 500)
+    reference = HangingLDA().partial_fit(blocks[:400])
+    model = HangingLDA(hang_at=5, seconds=8.0)
+    with dask.config.set({"sklearn-svi.update-timeout": "1s"}):
+        with pytest.raises(TimeoutError, match="Update 5 waited 1 s for the workers"):
+            model.partial_fit(blocks)
+    # The four updates before it stand, and nothing of the fifth.
+    assert model.n_batch_iter_ == 4
+    assert_allclose(model.components_, reference.components_, rtol=1e-12)
+    client.wait_for_workers(2, timeout=WORKER_RESTART_SECONDS)
+
+
+def test_grid_search_over_a_dask_array_scores_with_numbers(client, documents):
+    search = GridSearchCV(
+        SmoothedLDA(n_components=5, batch_size=128, max_iter=1, random_state=0),
+        {"L": [1, 3]},
+        cv=2,
+        error_score="raise",
+    )
+    alone = copy.deepcopy(search).fit(documents)
+    search.fit(row_blocks(documents, 500))
+    assert_allclose(
+        search.cv_results_["mean_test_score"],
+        alone.cv_results_["mean_test_score"],
+        rtol=1e-9,
+    )

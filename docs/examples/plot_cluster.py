@@ -37,9 +37,9 @@ client = Client(cluster)
 blocks = client.persist(da.from_array(X, chunks=(X.shape[0] // 4 + 1, X.shape[1])))
 on_cluster = SmoothedLDA(**settings).fit(blocks)
 proportions = on_cluster.transform(blocks)  # a Dask array
-perplexity = on_cluster.perplexity(blocks)  # a Dask Delayed object
+perplexity = on_cluster.perplexity(blocks)  # a number, computed on the cluster
 print(f"topic proportions: {proportions.shape}, in {proportions.npartitions} blocks")
-print(f"perplexity on the cluster: {perplexity.compute():.1f}")
+print(f"perplexity on the cluster: {perplexity:.1f}")
 print(f"perplexity on one machine: {alone.perplexity(X):.1f}")
 
 difference = np.max(np.abs(on_cluster.components_ - alone.components_))

@@ -407,8 +407,8 @@ n_components)
         Returns
         -------
         score : float
-            Minus the RMSE on the held-out ratings. For a Dask collection, a
-            Dask Delayed object that computes it.
+            Minus the RMSE on the held-out ratings. For a Dask collection,
+            computed where its blocks are.
 
         Raises
         ------
@@ -457,8 +457,8 @@ n_components)
         Returns
         -------
         bound : float
-            Higher is better. For a Dask collection, a Dask Delayed object
-            that computes it.
+            Higher is better. For a Dask collection, computed where its
+            blocks are.
         """
         return summed_over_rows(
             self, X, type(self)._checked_users_bound, type(self)._bound_of_users

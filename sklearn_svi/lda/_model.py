@@ -643,7 +643,7 @@ class _OnlineLDA(
         -------
         score : float
             The ELBO of the documents and the topics; higher is better. For
-            a Dask collection, a Dask Delayed object that computes it.
+            a Dask collection, computed where its blocks are.
         """
         return summed_over_rows(
             self, X, type(self)._documents_totals, type(self)._score_of_totals
@@ -662,8 +662,8 @@ class _OnlineLDA(
         Returns
         -------
         perplexity : float
-            Lower is better. For a Dask collection, a Dask Delayed object
-            that computes it.
+            Lower is better. For a Dask collection, computed where its
+            blocks are.
 
         Raises
         ------

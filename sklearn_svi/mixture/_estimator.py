@@ -266,7 +266,7 @@ degrees_of_freedom_prior_, covariance_prior_
         Returns
         -------
         log_likelihood : float
-            For a Dask collection, a Dask Delayed object that computes it.
+            For a Dask collection, computed where its blocks are.
         """
         return summed_over_rows(
             self, X, type(self)._score_total, type(self)._score_of_total
