@@ -15,6 +15,7 @@ from ._datasets import (
     match_topics,
     split_ratings,
 )
+from ._persistence import Checkpoint
 from ._version import __version__  # noqa: F401
 from .factorization import SVIMatrixFactorization
 from .feature_extraction import WordSketch
@@ -30,6 +31,7 @@ from .mixture import SVIGaussianMixture
 
 __all__ = [
     "AnnealedLDA",
+    "Checkpoint",
     "FilteredLDA",
     "SVIGaussianMixture",
     "SVIMatrixFactorization",

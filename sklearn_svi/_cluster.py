@@ -8,10 +8,12 @@ worker's threads, at the model's present state, and a tree of tasks adds the
 parts' statistics on the workers, so that the client receives one statistic
 per update and runs the usual update. What travels:
 
-- to a worker, per update: a copy of the model without the update's state
-  (:meth:`~sklearn_svi._contract.OnlineModel._local_copy`), with lambda cut
-  to the rows the part's local step reads (an LDA part's words), serialised
-  by value when its class lives in ``__main__``;
+- from the client, once per update: a copy of the model without the
+  update's state (:meth:`~sklearn_svi._contract.OnlineModel._local_copy`),
+  with lambda cut to the rows that the minibatch's local step reads (an LDA
+  minibatch's words), serialised by value when its class lives in
+  ``__main__``; a large copy goes to one worker and from there along a tree
+  of tasks to the others;
 - between workers: the parts' sparse statistics, as the tree adds them;
 - back to the client: the sum, on the rows of the minibatch.
 
@@ -32,6 +34,7 @@ failed update leaves the model as it was. Dask is imported only when a Dask
 collection or joblib's Dask backend is in use.
 """
 
+import functools
 import logging
 import pickle
 import sys
@@ -59,8 +62,11 @@ SUM_FAN_IN = 8
 TIMEOUT_KEY = "sklearn-svi.update-timeout"
 DEFAULT_TIMEOUT = "10 minutes"
 
-# Payloads of at least this size go straight to their worker (``_sent``).
+# An update's payloads that would send at least this many bytes through the
+# scheduler go straight to a worker and along a tree of copies, each worker
+# sending to at most ``BROADCAST_FAN_OUT`` others (``_broadcast``).
 DIRECT_PAYLOAD_BYTES = 2**20
+BROADCAST_FAN_OUT = 2
 
 
 def is_dask_collection(X):
@@ -195,6 +201,11 @@ def _part_statistic(payload, part, sample_weight, draw, n_batch):
         return model._local_statistic(part[1], sample_weight, draw, n_batch)
 
 
+def _same(payload):
+    """The payload itself: a copy of it on the worker that runs this task."""
+    return payload
+
+
 def _sum_of(*statistics):
     return _added_statistics(statistics)
 
@@ -231,6 +242,14 @@ def _added_statistics(statistics):
         for statistic in statistics[1:]:
             sample_mean += statistic.sample_mean
     return SparseStatistic(rows, block, sample_mean)
+
+
+def _rows_of_all(parts):
+    """The rows of lambda that the parts read together, None for all."""
+    rows = [part.rows_read for part in parts]
+    if any(part_rows is None for part_rows in rows):
+        return None
+    return functools.reduce(np.union1d, rows)
 
 
 @dataclass
@@ -495,15 +514,12 @@ class ClusterRows:
             # in the same round trip.
             upcoming = [pending for pending in self._pending if pending.reads]
             reads = [future for pending in upcoming for future in pending.reads]
-            payloads = [
-                _serialized(self.model._local_copy(part.rows_read))
-                for part in minibatch.parts
-            ]
+            payload = _serialized(self.model._local_copy(_rows_of_all(minibatch.parts)))
             try:
                 parts = [
                     self.client.submit(
                         _part_statistic,
-                        payload,
+                        copy,
                         part.prepared,
                         None
                         if sample_weight is None
@@ -514,14 +530,14 @@ class ClusterRows:
                         priority=1,
                         **self._placement(part),
                     )
-                    for part, payload in zip(
-                        minibatch.parts, self._sent(minibatch.parts, payloads)
+                    for part, copy in zip(
+                        minibatch.parts, self._broadcast(payload, minibatch.parts)
                     )
                 ]
                 results = self._gathered([self._tree_sum(parts)] + reads, draw)
             except (CancelledError, OSError):
                 # A worker was lost with data that Dask cannot compute again
-                # (a payload or a block that the client scattered); a task
+                # (the payload or a block that the client scattered); a task
                 # that killed its workers (KilledWorker) is not sent again.
                 if attempt == MAX_ATTEMPTS:
                     raise
@@ -539,7 +555,7 @@ class ClusterRows:
                 "update %d: %d parts, %d bytes sent, %d bytes received",
                 draw,
                 len(parts),
-                sum(len(payload) for payload in payloads),
+                len(payload),
                 statistic.nbytes,
             )
             return statistic
@@ -582,34 +598,57 @@ class ClusterRows:
             self._prepare_pending(pending)
         minibatch.result()
 
-    def _sent(self, parts, payloads):
-        """The payloads as task arguments, the large ones scattered first.
+    def _broadcast(self, payload, parts):
+        """The payload as an argument of each part's task.
 
-        A small payload travels inside its task, through the scheduler; one
-        of at least ``DIRECT_PAYLOAD_BYTES`` is sent straight to the worker
-        of its part, which costs a round trip of its own but not the
-        scheduler's copy.
+        A payload that all the parts together would send in less than
+        ``DIRECT_PAYLOAD_BYTES`` travels inside each task, through the
+        scheduler. A larger one leaves the client once, straight to the
+        first part's worker, and is copied from worker to worker along a
+        tree of tasks of fan-out ``BROADCAST_FAN_OUT``, so that no worker
+        sends it more than that many times: the i-th part's copy comes from
+        the copy of part (i - 1) // ``BROADCAST_FAN_OUT``.
         """
-        return [
-            payload
-            if len(payload) < DIRECT_PAYLOAD_BYTES
-            else self.client.scatter(
+        if len(payload) * len(parts) < DIRECT_PAYLOAD_BYTES:
+            return [payload] * len(parts)
+        first = parts[0].worker
+        copies = [
+            self.client.scatter(
                 payload,
                 direct=True,
                 hash=False,
-                workers=None if part.worker is None else [part.worker],
+                workers=None if first is None else [first],
             )
-            for part, payload in zip(parts, payloads)
         ]
+        for index, part in enumerate(parts[1:], start=1):
+            source = copies[(index - 1) // BROADCAST_FAN_OUT]
+            copies.append(
+                self.client.submit(
+                    _same, source, pure=False, priority=2, **self._placement(part)
+                )
+            )
+        return copies
 
     def _restore_blocks(self):
-        """Scatter again the blocks of the client's data that were lost."""
-        if self.X is None:
-            return
+        """Scatter again the blocks of the client's data that were lost;
+        refuse to go on without a lost block that Dask cannot compute
+        again."""
         for index, block in enumerate(self.blocks):
-            if block.status != "finished":
+            if block.status == "finished":
+                continue
+            if self.X is not None:
                 start, stop = self.offsets[index], self.offsets[index + 1]
                 self.blocks[index] = self.client.scatter(self.X[start:stop], hash=False)
+            elif block.status in ("cancelled", "error", "lost"):
+                raise RuntimeError(
+                    f"Row block {index} of X was lost with its worker, and "
+                    "Dask cannot compute it again: it holds data that was "
+                    "sent to one worker (client.scatter), not made by a task "
+                    "graph. The model keeps its last update. Make the blocks "
+                    "with a graph (dask.array.from_array, dask.bag.read_text, "
+                    "...) and persist them, so that a lost block is computed "
+                    "again."
+                )
 
     def _on_minibatch(self, function, minibatch):
         """``function(model, X_batch)`` computed on a worker, at the model's

@@ -376,25 +376,33 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
                 f"evaluation score {float(score):.5f}"
             )
 
-    def _run_pass(self, data, n_total, X_val, started, order=None):
+    def _run_pass(self, data, n_total, X_val, started, order=None, position=None):
         """Run the SVI update on consecutive minibatches of the training
         data ``data``, a ``RowSource``; ``started`` is when the call began
-        (``time.perf_counter``). Returns whether the ``callback`` stopped
-        the pass."""
+        (``time.perf_counter``). ``position`` is the ``fit_position`` of a
+        pass of ``fit``: the pass starts at its ``"next_row"`` of ``order``
+        and records there how far it went after each update. Returns whether
+        the ``callback`` stopped the pass."""
         # A filter's start belongs to the first update, and is undone with it.
         start_step_size = (
             self.n_batch_iter_ == 0
             and self._update_state.step_size.monte_carlo_batches > 0
         )
-        spans = gen_batches(data.n_samples, self.batch_size)
+        first_row = 0 if position is None else position["next_row"]
+        spans = (
+            span
+            for span in gen_batches(data.n_samples, self.batch_size)
+            if span.start >= first_row
+        )
 
         def rows_of(span):
             return span if order is None else order[span]
 
         # Each minibatch is sliced and prepared while the one before it is
         # processed.
-        span = next(spans)
-        upcoming = data.minibatch(rows_of(span))
+        span = next(spans, None)
+        if span is not None:
+            upcoming = data.minibatch(rows_of(span))
         first, stopped = True, False
         while span is not None and not stopped:
             minibatch = upcoming.result()
@@ -406,6 +414,10 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
                     if first and start_step_size:
                         self._start_step_size(data, n_total)
                     rho, score = self._online_step(data, minibatch, n_total, X_val)
+                    if position is not None:
+                        self._update_state.fit_position = dict(
+                            position, next_row=span.stop
+                        )
             except (ValueError, FloatingPointError) as error:
                 samples = np.arange(data.n_samples)[rows_of(span)]
                 raise refused_update(
@@ -418,8 +430,42 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
             stopped = self._report(rho, score, started)
         with self._transaction():
             self.n_iter_ += 1
+            if position is not None:
+                self._update_state.fit_position = dict(
+                    position,
+                    pass_index=position["pass_index"] + 1,
+                    next_row=0,
+                    order_state=None,
+                )
             self._after_pass()
         return stopped
+
+    def _pass_order(self, position):
+        """The order of the pass at ``position``, drawn from the fit's random
+        state at its start, or drawn again from the state recorded there."""
+        if position["order_state"] is None:
+            random_state = self._update_state.random_state
+            position = dict(position, order_state=random_state.get_state())
+            self._update_state.fit_position = position
+            return random_state.permutation(position["n_samples"]), position
+        recorded = np.random.RandomState()
+        recorded.set_state(position["order_state"])
+        return recorded.permutation(position["n_samples"]), position
+
+    def _resumed_position(self, n_samples):
+        """Where a warm ``fit`` starts: the position of a fit that did not
+        end (saved by a ``Checkpoint`` or left by an error), or a new one."""
+        position = self._update_state.fit_position
+        if position is None:
+            return dict(pass_index=0, next_row=0, n_samples=n_samples, order_state=None)
+        if position["n_samples"] != n_samples:
+            raise ValueError(
+                f"This {type(self).__name__} holds a fit that stopped in pass "
+                f"{position['pass_index'] + 1} over {position['n_samples']} "
+                f"samples; X has {n_samples}. Resume it with the same X, or "
+                "set warm_start=False to start a new fit."
+            )
+        return position
 
     def _report(self, rho, score, started):
         """Call the ``callback`` with the progress of the update just made;
@@ -478,9 +524,13 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
             if not warm:
                 with self._transaction():
                     self._initialize_online(data.initial_rows(), n_samples, mechanisms)
-            for _ in range(self.max_iter):
-                order = self._update_state.random_state.permutation(n_samples)
-                stopped = self._run_pass(data, n_samples, X_val, started, order=order)
+            position = self._resumed_position(n_samples)
+            while position["pass_index"] < self.max_iter:
+                order, position = self._pass_order(position)
+                stopped = self._run_pass(
+                    data, n_samples, X_val, started, order=order, position=position
+                )
+                position = self._update_state.fit_position
                 if self.verbose:
                     print(
                         f"[{type(self).__name__}] pass {self.n_iter_} "
@@ -489,6 +539,7 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
                 converged = self._fit_converged()
                 if converged or stopped:
                     break
+        self._update_state.fit_position = None
         self._after_fit(converged, stopped)
         return self
 

@@ -33,6 +33,15 @@ UPDATE_PARAMETERS = {
 }
 
 # The entry of ``callback`` in every estimator's docstring.
+WARM_START_PARAMETER = """\
+    warm_start : bool, default=False
+        If True, ``fit`` continues from the fitted state instead of starting
+        again: it finishes a fit that stopped before its end (one saved by
+        :class:`~sklearn_svi.Checkpoint`, or one that an error ended) from the
+        update where it stopped, on the same ``X``, and otherwise makes
+        ``max_iter`` more passes.
+"""
+
 CALLBACK_PARAMETER = """\
     callback : callable, default=None
         Called after every update as ``callback(estimator, progress)``, with
@@ -41,6 +50,7 @@ CALLBACK_PARAMETER = """\
         after the update, or None) and ``elapsed`` (seconds since ``fit`` or
         ``partial_fit`` was called). When it returns True, the fit stops
         after that update: the model keeps every update made.
+        :class:`~sklearn_svi.Checkpoint` saves the model as it goes.
 """
 
 # Their defaults, unless an estimator sets others.

@@ -181,6 +181,12 @@ class UpdateState:
     scaled_rows : ScaledRows
         The scale of lambda's deviations from eta, below 1 after updates
         that wrote only the rows of their statistic.
+    fit_position : dict or None, default=None
+        Where a ``fit`` that has not ended is: its pass ``"pass"`` (from 0),
+        the first row of the order still to visit ``"next_row"``, the number
+        of samples ``"n_samples"`` and the state of ``random_state`` that
+        drew the pass's order ``"order_state"`` (None before it is drawn).
+        None when no fit is under way.
     """
 
     window: object
@@ -192,6 +198,7 @@ class UpdateState:
     step_size_record_every: int = 1
     spare_natural: np.ndarray | None = None
     scaled_rows: ScaledRows = field(default_factory=ScaledRows)
+    fit_position: dict | None = None
 
     @classmethod
     def build(cls, mechanisms, shape, dtype, random_state):
@@ -282,4 +289,5 @@ class UpdateState:
     def __setstate__(self, state):
         # A state saved before lambda could be scaled holds lambda itself.
         state.setdefault("scaled_rows", ScaledRows())
+        state.setdefault("fit_position", None)
         vars(self).update(state)

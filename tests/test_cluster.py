@@ -20,6 +20,7 @@ from sklearn.model_selection import GridSearchCV
 
 from sklearn_svi import (
     AnnealedLDA,
+    Checkpoint,
     FilteredLDA,
     SmoothedLDA,
     SVIGaussianMixture,
@@ -637,3 +638,66 @@ def test_grid_search_over_a_dask_array_scores_with_numbers(client, documents):
         alone.cv_results_["mean_test_score"],
         rtol=1e-9,
     )
+
+
+def test_a_fit_on_a_dask_array_continues_from_its_checkpoint(
+    client, documents, tmp_path
+):
+    from test_contract import Stop, StopAfter
+
+    blocks = row_blocks(documents, 500)
+    uninterrupted = lda(FilteredLDA, {}).fit(blocks)
+    path = tmp_path / "model.joblib"
+    stopping = StopAfter(17, Checkpoint(path, every=5))
+    with pytest.raises(Stop):
+        lda(FilteredLDA, {}, callback=stopping).fit(blocks)
+    resumed = joblib.load(path)
+    assert resumed.n_batch_iter_ == 15
+    resumed.set_params(warm_start=True).fit(blocks)
+    assert resumed.n_batch_iter_ == uninterrupted.n_batch_iter_
+    assert_array_equal(resumed.components_, uninterrupted.components_)
+
+
+def test_a_lost_block_that_the_user_scattered_is_a_clear_error(client, documents):
+    """Dask cannot compute again a block that exists only as scattered data:
+    the update stops with an error that says so."""
+    model = lda(SmoothedLDA, {})
+    parts = [documents[start : start + 500] for start in range(0, 1500, 500)]
+    futures = client.scatter(parts, hash=False)
+    blocks = da.concatenate(
+        [
+            da.from_delayed(
+                future, shape=part.shape, dtype=part.dtype, meta=sp.csr_matrix((0, 0))
+            )
+            for future, part in zip(futures, parts)
+        ]
+    )
+    data = ClusterRows.from_data(model, blocks, reset=True, dtype=None)
+    model._initialize_online(
+        data.initial_rows(), documents.shape[0], model._checked_mechanisms()
+    )
+    minibatch = data.minibatch(np.arange(0, 1500, 10)).result()
+    holder = list(client.who_has(futures[0])[futures[0].key])
+    client.run(kill_this_process, workers=holder, on_error="ignore")
+    with pytest.raises(RuntimeError, match="Row block 0 of X was lost with its worker"):
+        data.statistic(minibatch, draw=1)
+    client.wait_for_workers(2, timeout=WORKER_RESTART_SECONDS)
+
+
+def test_a_large_payload_leaves_the_client_once_and_is_copied_by_the_workers(
+    client, documents, monkeypatch
+):
+    """Every payload counts as large here: it is scattered to one worker and
+    the other part's copy is made by a task, with the same fit."""
+    from sklearn_svi import _cluster
+
+    monkeypatch.setattr(_cluster, "DIRECT_PAYLOAD_BYTES", 0)
+    blocks = row_blocks(documents, 400)
+    alone = lda(SmoothedLDA, dict(L=3)).fit(documents)
+    with distributed.get_task_stream(client) as tasks:
+        on_cluster = lda(SmoothedLDA, dict(L=3)).fit(blocks)
+    names = [str(task["key"]) for task in tasks.data]
+    n_two_part_updates = sum("_sum_of" in name for name in names)
+    assert n_two_part_updates > 0
+    assert sum("_same" in name for name in names) == n_two_part_updates
+    assert_allclose(on_cluster.components_, alone.components_, rtol=1e-9)

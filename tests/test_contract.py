@@ -10,6 +10,7 @@ collection gives what the same rows in memory give.
 import copy
 import pickle
 
+import joblib
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -19,6 +20,7 @@ from sklearn.utils import gen_batches
 
 from sklearn_svi import (
     AnnealedLDA,
+    Checkpoint,
     FilteredLDA,
     SmoothedLDA,
     SVIGaussianMixture,
@@ -177,6 +179,62 @@ def test_a_pickled_model_resumes_exactly(name):
     assert resumed.step_size_history_ == uninterrupted.step_size_history_
 
 
+class Stop(Exception):
+    """Ends a fit from its callback, as a failure would."""
+
+
+class StopAfter:
+    """A callback that saves by ``checkpoint`` and raises after ``update``."""
+
+    def __init__(self, update, checkpoint=None):
+        self.update = update
+        self.checkpoint = checkpoint
+
+    def __call__(self, estimator, progress):
+        if self.checkpoint is not None:
+            self.checkpoint(estimator, progress)
+        if progress.n_batch_iter == self.update:
+            raise Stop
+
+
+@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("stop_at", [8, 12])
+def test_a_fit_continues_from_its_checkpoint_exactly(name, stop_at, tmp_path):
+    """Stopped after update 8 (inside the second pass of six updates) or 12
+    (its last), saved every 4 updates: loaded and continued with warm_start,
+    the fit ends as one that never stopped, in every attribute."""
+    estimator, X = case(name)
+    estimator.set_params(max_iter=3)
+    uninterrupted = clone(estimator).fit(X)
+    path = tmp_path / "model.joblib"
+    save = Checkpoint(path, every=4)
+    with pytest.raises(Stop):
+        clone(estimator).set_params(callback=StopAfter(stop_at, save)).fit(X)
+    resumed = joblib.load(path)
+    assert resumed.n_batch_iter_ == stop_at
+    resumed.set_params(warm_start=True, callback=None).fit(X)
+    assert resumed.n_batch_iter_ == uninterrupted.n_batch_iter_ == 18
+    assert resumed.n_iter_ == uninterrupted.n_iter_ == 3
+    assert_array_equal(resumed._natural, uninterrupted._natural)
+    assert resumed.step_size_history_ == uninterrupted.step_size_history_
+    # The fit ended: a warm fit now makes max_iter more passes.
+    resumed.fit(X)
+    assert resumed.n_iter_ == 6
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_a_stopped_fit_refuses_other_data_and_stays_as_it_was(name):
+    estimator, X = case(name)
+    model = clone(estimator).set_params(callback=StopAfter(3))
+    with pytest.raises(Stop):
+        model.fit(X)
+    before = model._natural.copy()
+    with pytest.raises(ValueError, match="stopped in pass 1 over 300 samples; X has"):
+        model.set_params(warm_start=True, callback=None).fit(X[:-BATCH])
+    assert_array_equal(model._natural, before)
+    assert model.n_batch_iter_ == 3
+
+
 @pytest.mark.parametrize("name", CASES)
 def test_the_number_of_threads_changes_nothing(name):
     estimator, X = case(name)
@@ -226,7 +284,7 @@ def client():
 @pytest.mark.parametrize("name", CASES)
 def test_a_dask_array_gives_what_the_rows_in_memory_give(name, client):
     """The update continued on a Dask array equals the update in memory up
-    to the order of the shards' sums, and the fitted model's row-wise
+    to the order of the parts' sums, and the fitted model's row-wise
     methods give the same rows."""
     da = pytest.importorskip("dask.array")
     estimator, X = case(name)
@@ -245,6 +303,4 @@ def test_a_dask_array_gives_what_the_rows_in_memory_give(name, client):
         if name == "factorization"
         else type(in_memory).score
     )
-    assert_allclose(
-        summed(in_memory, blocks).compute(), summed(in_memory, X), rtol=1e-12
-    )
+    assert_allclose(summed(in_memory, blocks), summed(in_memory, X), rtol=1e-12)

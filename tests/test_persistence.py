@@ -1,8 +1,12 @@
 """Saved models: skops, pickle and the version they were saved by."""
 
 import pickle
+import signal
+import subprocess
+import sys
 import warnings
 
+import joblib
 import numpy as np
 import pytest
 from numpy.testing import assert_array_equal
@@ -56,3 +60,33 @@ def test_saving_does_not_change_the_model():
     pickle.dumps(estimator)
     assert set(vars(estimator)) == before
     assert not np.isnan(estimator.weights_).any()
+
+
+def test_a_killed_fit_continues_from_its_checkpoint(tmp_path):
+    """A process killed in the middle of ``fit``: the model saved three
+    updates before continues to the end of a fit that never stopped."""
+    path = tmp_path / "model.joblib"
+    script = (
+        "import os, signal\n"
+        "from sklearn_svi import Checkpoint, FilteredLDA, make_lda_corpus\n"
+        "X = make_lda_corpus(n_documents=300, n_features=60, random_state=0)[0]\n"
+        f"save = Checkpoint({str(path)!r}, every=5)\n"
+        "def callback(model, progress):\n"
+        "    save(model, progress)\n"
+        "    if progress.n_batch_iter == 13:\n"
+        "        os.kill(os.getpid(), signal.SIGKILL)\n"
+        "FilteredLDA(n_components=4, batch_size=50, max_iter=3, random_state=0,\n"
+        "            callback=callback).fit(X)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, check=False
+    )
+    assert result.returncode == -signal.SIGKILL
+    X = sklearn_svi.make_lda_corpus(n_documents=300, n_features=60, random_state=0)[0]
+    settings = dict(n_components=4, batch_size=50, max_iter=3, random_state=0)
+    uninterrupted = sklearn_svi.FilteredLDA(**settings).fit(X)
+    resumed = joblib.load(path)
+    assert resumed.n_batch_iter_ == 10
+    resumed.set_params(callback=None, warm_start=True).fit(X)
+    assert_array_equal(resumed.components_, uninterrupted.components_)
+    assert resumed.filter_state_ == uninterrupted.filter_state_

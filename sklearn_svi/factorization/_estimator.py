@@ -9,7 +9,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._mechanisms._docstrings import mechanism_parameters
-from .._parameters import CALLBACK_PARAMETER, estimator_init
+from .._parameters import CALLBACK_PARAMETER, WARM_START_PARAMETER, estimator_init
 from .._sources import features_in, features_out, rowwise, summed_over_rows
 from ._model import _OnlineMatrixFactorization
 
@@ -99,10 +99,7 @@ class SVIMatrixFactorization(
     random_state : int, RandomState instance or None, default=None
         Seed of the initial item factors, of the order of the users in
         ``fit`` and of the annealing noise.
-    warm_start : bool, default=False
-        If True, ``fit`` continues from the fitted state instead of starting
-        again.
-{CALLBACK_PARAMETER}    verbose : int, default=0
+{WARM_START_PARAMETER}{CALLBACK_PARAMETER}    verbose : int, default=0
         Print progress when positive.
 
     Attributes

@@ -1,6 +1,6 @@
 """The parts of the LDA estimators' docstrings that they share."""
 
-from .._parameters import CALLBACK_PARAMETER
+from .._parameters import CALLBACK_PARAMETER, WARM_START_PARAMETER
 
 _SHARED_PARAMETERS = (
     """\
@@ -98,9 +98,9 @@ _SHARED_PARAMETERS = (
     perp_tol : float, default=0.1
         ``fit`` stops after a pass when the perplexities, exp(-score), of
         the last two evaluations differ by less than ``perp_tol``.
-    warm_start : bool, default=False
-        If True, ``fit`` continues from the fitted state instead of starting
-        again.
+"""
+    + WARM_START_PARAMETER
+    + """\
     n_jobs : int, default=None
         Number of threads of the local step and of the update; None means 1,
         -1 all cores (inside a joblib worker, such as a parallel

@@ -10,7 +10,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._mechanisms import learning_rate_constraint, renamed_constraint
 from .._mechanisms._docstrings import mechanism_parameters
-from .._parameters import CALLBACK_PARAMETER, estimator_init
+from .._parameters import CALLBACK_PARAMETER, WARM_START_PARAMETER, estimator_init
 from .._sources import features_out, rowwise, summed_over_rows
 from ._model import _OnlineGaussianMixture
 
@@ -95,10 +95,7 @@ class SVIGaussianMixture(
     random_state : int, RandomState instance or None, default=None
         Seed of the initialisation, of the order of the samples in ``fit``
         and of the annealing noise.
-    warm_start : bool, default=False
-        If True, ``fit`` continues from the fitted state instead of starting
-        again.
-{CALLBACK_PARAMETER}    verbose : int, default=0
+{WARM_START_PARAMETER}{CALLBACK_PARAMETER}    verbose : int, default=0
         Print progress when positive.
     step_size : str or float
         Former name of ``learning_rate``.
