@@ -6,7 +6,7 @@ size: in this process with 1 and with 2 threads, and on a LocalCluster of
 1 and of 2 worker processes with one thread each, from a Dask array whose
 row blocks (one per worker) were persisted on the workers beforehand. For
 each it prints the seconds of the pass; the mean time of an update's local
-step as the update sees it (for the cluster: shipping the shards'
+step as the update sees it (for the cluster: shipping the model's
 parameters, the workers' local steps and the statistics' way back); the
 bytes sent to and received from the workers per update; the ratio of the
 pass's time to that of one machine with one thread; and the largest
@@ -177,42 +177,43 @@ def predicted_local_step(fit, t_doc, latency, beta):
 
 def extrapolation_rows(fits, t_doc, latency, beta, n_features, shard_size=16384):
     """The model's seconds per update and hours per epoch of 10^9 documents
-    for W workers, each with a shard of ``shard_size`` documents, at the
-    largest K measured: as the client moves the bytes now (every shard's
-    rows to and from it), and were the statistics added on the workers in a
-    tree (the client then moves one sum over the vocabulary each way, in
-    log2(W) rounds)."""
+    for W workers, each with a part of ``shard_size`` documents, at the
+    largest K measured, as the package moves the bytes: the client sends
+    the minibatch's rows of lambda once and receives one sum (at most the
+    whole vocabulary each way), the workers copy the rows along a binary
+    tree (ceil(log2 W) rounds) and add the statistics along a tree of
+    fan-in 8 (ceil(log8 W) rounds), each round moving a part's bytes."""
     n_components = max(t_doc)
-    shard = next(
+    part = next(
         fit
         for fit in fits
         if fit["n_workers"] == 1
         and fit["n_components"] == n_components
         and fit["batch_size"] == shard_size
     )
-    shard_megabytes = (shard["sent"] + shard["received"]) / 1e6
-    # The sum of the statistics over all shards covers at most every word.
-    vocabulary_megabytes = 2 * 8 * (n_components + 1) * n_features / 1e6
+    part_megabytes = (part["sent"] + part["received"]) / 2e6
+    vocabulary_megabytes = 8 * (n_components + 1) * n_features / 1e6
     rows = []
     for n_workers in (1, 2, 10, 100):
-        local = t_doc[n_components] * shard_size
-        direct = local + latency + beta * n_workers * shard_megabytes
-        rounds = max(1, int(np.ceil(np.log2(n_workers))))
-        tree = (
-            local
-            + rounds * latency
-            + beta * (rounds * shard_megabytes + vocabulary_megabytes)
-        )
         documents = n_workers * shard_size
+        client_megabytes = 2 * min(vocabulary_megabytes, n_workers * part_megabytes)
+        rounds = int(np.ceil(np.log2(n_workers))) + int(
+            np.ceil(np.log(n_workers) / np.log(8))
+        )
+        seconds = (
+            t_doc[n_components] * shard_size
+            + latency
+            + beta * client_megabytes
+            + rounds * (latency + beta * part_megabytes)
+        )
         rows.append(
             [
                 f"{n_workers}",
                 f"{documents:,}",
-                f"{n_workers * shard_megabytes:,.0f}",
-                f"{direct:.2f}",
-                f"{1e9 / documents * direct / 3600:.2f}",
-                f"{tree:.2f}",
-                f"{1e9 / documents * tree / 3600:.2f}",
+                f"{client_megabytes:,.0f}",
+                f"{rounds}",
+                f"{seconds:.2f}",
+                f"{1e9 / documents * seconds / 3600:.2f}",
             ]
         )
     return n_components, rows
@@ -280,8 +281,8 @@ def main():
         f"{X.shape[1]:,} words, {X.nnz:,} stored counts; SmoothedLDA(L=1), "
         "one pass of fit, random_state=0, on a machine "
         "with 2 cores. Local step: the mean per update as the update sees it. "
-        "Bytes: per update, to the workers (the model cut to the shards' "
-        "words) and back (the shards' statistics). Time ratio: against one "
+        "Bytes: per update, from the client (the model cut to the minibatch's "
+        "words) and back to it (the sum of the parts' statistics). Time ratio: against one "
         "machine with one thread. Difference: the largest of the components "
         "against that fit's, relative to their largest value. Model: the "
         "local step that the cost model below predicts."
@@ -314,21 +315,21 @@ def main():
         "t_doc = "
         + ", ".join(f"{1e6 * t:.1f} us (K={k})" for k, t in sorted(t_doc.items()))
         + f", L = {1000 * latency:.0f} ms and beta = {1000 * beta:.1f} ms per MB. "
-        f"Extrapolated for K={n_components}, each of W workers with a shard of "
-        f"16,384 {name} documents, to an epoch of 10^9 documents: as the "
-        "client moves the bytes now (every shard's rows to and from it), and "
-        "were the shards' statistics added on the workers in a tree (log2 W "
-        "rounds, the client moving one sum over the vocabulary each way)."
+        f"Extrapolated for K={n_components}, each of W workers with a part of "
+        f"16,384 {name} documents, to an epoch of 10^9 documents: the client "
+        "sends the minibatch's rows once and receives one sum (each at most "
+        "the vocabulary), and the workers copy the rows and add the "
+        "statistics in trees (rounds: ceil(log2 W) + ceil(log8 W), each "
+        "moving a part's bytes)."
     )
     model_table = simple_table(
         [
             "Workers W",
             "Batch",
             "Client MB per update",
+            "Worker rounds",
             "s per update",
             "Hours per 10^9 docs",
-            "Tree: s per update",
-            "Tree: hours",
         ],
         rows,
     )

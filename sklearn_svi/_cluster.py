@@ -516,6 +516,7 @@ class ClusterRows:
             reads = [future for pending in upcoming for future in pending.reads]
             payload = _serialized(self.model._local_copy(_rows_of_all(minibatch.parts)))
             try:
+                copies, sent = self._broadcast(payload, minibatch.parts)
                 parts = [
                     self.client.submit(
                         _part_statistic,
@@ -530,9 +531,7 @@ class ClusterRows:
                         priority=1,
                         **self._placement(part),
                     )
-                    for part, copy in zip(
-                        minibatch.parts, self._broadcast(payload, minibatch.parts)
-                    )
+                    for part, copy in zip(minibatch.parts, copies)
                 ]
                 results = self._gathered([self._tree_sum(parts)] + reads, draw)
             except (CancelledError, OSError):
@@ -555,7 +554,7 @@ class ClusterRows:
                 "update %d: %d parts, %d bytes sent, %d bytes received",
                 draw,
                 len(parts),
-                len(payload),
+                sent,
                 statistic.nbytes,
             )
             return statistic
@@ -599,7 +598,8 @@ class ClusterRows:
         minibatch.result()
 
     def _broadcast(self, payload, parts):
-        """The payload as an argument of each part's task.
+        """The payload as an argument of each part's task, and the bytes
+        that leave the client.
 
         A payload that all the parts together would send in less than
         ``DIRECT_PAYLOAD_BYTES`` travels inside each task, through the
@@ -610,7 +610,7 @@ class ClusterRows:
         the copy of part (i - 1) // ``BROADCAST_FAN_OUT``.
         """
         if len(payload) * len(parts) < DIRECT_PAYLOAD_BYTES:
-            return [payload] * len(parts)
+            return [payload] * len(parts), len(payload) * len(parts)
         first = parts[0].worker
         copies = [
             self.client.scatter(
@@ -627,7 +627,7 @@ class ClusterRows:
                     _same, source, pure=False, priority=2, **self._placement(part)
                 )
             )
-        return copies
+        return copies, len(payload)
 
     def _restore_blocks(self):
         """Scatter again the blocks of the client's data that were lost;
