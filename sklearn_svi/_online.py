@@ -34,6 +34,7 @@ from sklearn.utils import check_random_state, gen_batches
 from ._contract import OnlineModel
 from ._mechanisms import NoisyOptimum, SmoothingWindow
 from ._parameters import OnlineParameters
+from ._permutation import KeyedPermutation
 from ._persistence import VersionedState
 from ._sources import training_rows
 from ._threads import sum_rows, thread_pool
@@ -435,29 +436,27 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
                     position,
                     pass_index=position["pass_index"] + 1,
                     next_row=0,
-                    order_state=None,
+                    order_key=None,
                 )
             self._after_pass()
         return stopped
 
     def _pass_order(self, position):
-        """The order of the pass at ``position``, drawn from the fit's random
-        state at its start, or drawn again from the state recorded there."""
-        if position["order_state"] is None:
-            random_state = self._update_state.random_state
-            position = dict(position, order_state=random_state.get_state())
+        """The order of the pass at ``position``: a permutation of the
+        samples given by a key drawn from the fit's random state when the
+        pass starts, and recorded in the position."""
+        if position["order_key"] is None:
+            key = int(self._update_state.random_state.randint(2**63))
+            position = dict(position, order_key=key)
             self._update_state.fit_position = position
-            return random_state.permutation(position["n_samples"]), position
-        recorded = np.random.RandomState()
-        recorded.set_state(position["order_state"])
-        return recorded.permutation(position["n_samples"]), position
+        return KeyedPermutation(position["n_samples"], position["order_key"]), position
 
     def _resumed_position(self, n_samples):
         """Where a warm ``fit`` starts: the position of a fit that did not
         end (saved by a ``Checkpoint`` or left by an error), or a new one."""
         position = self._update_state.fit_position
         if position is None:
-            return dict(pass_index=0, next_row=0, n_samples=n_samples, order_state=None)
+            return dict(pass_index=0, next_row=0, n_samples=n_samples, order_key=None)
         if position["n_samples"] != n_samples:
             raise ValueError(
                 f"This {type(self).__name__} holds a fit that stopped in pass "

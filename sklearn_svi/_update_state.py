@@ -183,9 +183,10 @@ class UpdateState:
         that wrote only the rows of their statistic.
     fit_position : dict or None, default=None
         Where a ``fit`` that has not ended is: its pass ``"pass"`` (from 0),
-        the first row of the order still to visit ``"next_row"``, the number
-        of samples ``"n_samples"`` and the state of ``random_state`` that
-        drew the pass's order ``"order_state"`` (None before it is drawn).
+        the first position of the order still to visit ``"next_row"``, the
+        number of samples ``"n_samples"`` and the key of the pass's order
+        ``"order_key"`` (a :class:`~sklearn_svi._permutation.KeyedPermutation`;
+        None before it is drawn).
         None when no fit is under way.
     """
 

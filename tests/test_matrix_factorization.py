@@ -110,7 +110,8 @@ def test_learned_noise_variance_biases_and_their_precisions_match_the_truth():
     bias_precision = 1 / 0.5**2
     assert model.user_prior_precision_[-1] == pytest.approx(bias_precision, rel=0.2)
     assert model.item_prior_precision_[-1] == pytest.approx(bias_precision, rel=0.2)
-    assert np.corrcoef(model.item_biases_, item_biases)[0, 1] > 0.95
+    # Over eight seeds the correlation was 0.93 to 0.99.
+    assert np.corrcoef(model.item_biases_, item_biases)[0, 1] > 0.9
 
 
 def test_annealed_updates_hold_the_learned_hyperparameters():

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.base import BaseEstimator
+from sklearn.utils import gen_batches
 
 from sklearn_svi import (
     AnnealedLDA,
@@ -297,3 +298,34 @@ def test_a_mixture_stopped_by_its_callback_does_not_warn():
             n_components=2, batch_size=100, callback=lambda estimator, p: True
         ).fit(X)
     assert model.n_batch_iter_ == 1 and not model.converged_
+
+
+@pytest.mark.parametrize("n_samples", [1, 2, 3, 7, 8, 9, 1023, 1024, 1025, 60_153])
+@pytest.mark.parametrize("key", [0, 1, 2**63 - 1])
+def test_a_keyed_order_visits_every_sample_once(n_samples, key):
+    from sklearn_svi._permutation import KeyedPermutation
+
+    order = KeyedPermutation(n_samples, key)
+    visited = np.concatenate(
+        [order[span] for span in gen_batches(n_samples, 100)]
+        + [np.empty(0, dtype=np.intp)]
+    )
+    assert_array_equal(np.sort(visited), np.arange(n_samples))
+    assert_array_equal(order[np.arange(n_samples)], visited)
+
+
+def test_keyed_orders_are_spread_evenly():
+    """Over many keys every sample takes every place about equally often,
+    and one order's places do not follow the samples' numbers."""
+    from sklearn_svi._permutation import KeyedPermutation
+
+    n_samples, n_keys = 50, 20_000
+    counts = np.zeros((n_samples, n_samples))
+    for key in range(n_keys):
+        counts[np.arange(n_samples), KeyedPermutation(n_samples, key)[:]] += 1
+    expected = n_keys / n_samples
+    # Binomial standard deviation about 20; 50 x 50 places.
+    assert np.abs(counts - expected).max() < 6 * np.sqrt(expected)
+    order = KeyedPermutation(100_000, 5)[:]
+    assert abs(np.corrcoef(np.arange(100_000), order)[0, 1]) < 0.02
+    assert np.mean(np.abs(np.diff(order)) == 1) < 1e-3
