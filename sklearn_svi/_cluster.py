@@ -265,7 +265,8 @@ class _Part:
     rows : list of ndarray
         The samples' rows in each block.
     positions : ndarray
-        The samples' places in the minibatch, in the part's order.
+        The samples' places in the minibatch, in the part's order (a list
+        of each block's while the part is cut).
     prepared : Future
         (X_part, prepared part) on the worker.
     rows_read : ndarray or None
@@ -275,7 +276,7 @@ class _Part:
     worker: str | None
     blocks: list
     rows: list
-    positions: np.ndarray = None
+    positions: list | np.ndarray
     prepared: object = None
     rows_read: np.ndarray | None = None
 
@@ -451,14 +452,12 @@ class ClusterRows:
         homes = self._block_homes()
         parts = {}
         for block, positions in zip(blocks, np.split(by_block, starts[1:])):
-            part = parts.setdefault(homes[block], _Part(homes[block], [], []))
+            part = parts.setdefault(homes[block], _Part(homes[block], [], [], []))
             part.blocks.append(block)
             part.rows.append(rows[positions] - self.offsets[block])
-            part.positions = (
-                positions
-                if part.positions is None
-                else np.concatenate([part.positions, positions])
-            )
+            part.positions.append(positions)
+        for part in parts.values():
+            part.positions = np.concatenate(part.positions)
         return list(parts.values())
 
     def _block_homes(self):
