@@ -282,9 +282,10 @@ def main():
         "one pass of fit, random_state=0, on a machine "
         "with 2 cores. Local step: the mean per update as the update sees it. "
         "Bytes: per update, from the client (the model cut to the minibatch's "
-        "words) and back to it (the sum of the parts' statistics). Time ratio: against one "
-        "machine with one thread. Difference: the largest of the components "
-        "against that fit's, relative to their largest value. Model: the "
+        "words) and back to it (the sum of the parts' statistics). Time "
+        "ratio: against one machine with one thread. Difference: the largest "
+        "of the components against that fit's, relative to their largest "
+        "value. Model: the "
         "local step that the cost model below predicts."
     )
     table = simple_table(
