@@ -49,8 +49,8 @@ class OnlineModel(metaclass=ABCMeta):
         random numbers takes them from a stream of that number alone, and
         each sample's part of it depends on that sample alone. The sum of
         the samples' statistics is divided by ``n_batch``, by default the
-        number of samples: a shard of a larger minibatch divides by the
-        minibatch's size, so that the shards' statistics add up to S_t.
+        number of samples: a part of a larger minibatch divides by the
+        minibatch's size, so that the parts' statistics add up to S_t.
         """
 
     @abstractmethod

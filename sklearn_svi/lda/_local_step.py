@@ -351,7 +351,7 @@ def minibatch_statistic(local, sample_weight=None, n_batch=None):
         w_d; None for ones.
     n_batch : int or None, default=None
         The size of the minibatch whose mean is taken; None for the number
-        of documents. A shard of a minibatch divides by the whole size.
+        of documents. A part of a minibatch divides by the whole size.
 
     Returns
     -------
