@@ -8,6 +8,8 @@ import warnings
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
+from sklearn_svi import _permutation as permutation
+from sklearn_svi import _persistence as persistence
 from sklearn_svi.factorization import _estimator as factorization_estimator
 from sklearn_svi.lda import _estimators as lda_estimators
 from sklearn_svi.metrics import _coherence as coherence_metrics
@@ -25,6 +27,8 @@ from sklearn_svi.mixture import _estimator as mixture_estimator
         completion_metrics,
         coherence_metrics,
         stability_metrics,
+        persistence,
+        permutation,
     ],
 )
 def test_docstring_examples(module):
