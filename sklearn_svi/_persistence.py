@@ -53,7 +53,9 @@ class Checkpoint:
     same data with ``warm_start=True``. The saved model holds where the fit
     was, its pass and the next minibatch of that pass's order, so the
     continued fit makes the same updates as a fit that never stopped, and
-    ends with the same model. The saved model's ``callback`` is None (a
+    ends with the same model. During ``partial_fit`` the saved model is as
+    after its last update: give it the rest of the stream from the sample
+    after that update's minibatch. The saved model's ``callback`` is None (a
     function of a script could not be loaded by another process): set it
     again to go on saving.
 
