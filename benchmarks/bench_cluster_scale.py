@@ -114,14 +114,12 @@ class StopAfter:
 def measured_fit(client, X, n_blocks, n_components, batch_size, n_updates):
     """The client's costs of ``n_updates`` updates of a fit on the workers."""
     import dask.array as da
+    from distributed import wait
 
     rows_per_block = -(-X.shape[0] // n_blocks)
     blocks = client.persist(
         da.from_array(X, chunks=(rows_per_block, X.shape[1]), asarray=False)
     )
-    client.wait_for_workers(1)
-    from distributed import wait
-
     wait(blocks)
     model = SmoothedLDA(
         n_components=n_components,

@@ -133,7 +133,7 @@ def test_a_dask_collection_without_a_client_is_a_clear_error():
 def test_lda_on_a_dask_array_equals_the_fit_on_one_machine(
     client, documents, estimator, settings
 ):
-    """The same minibatches, starts and updates: the shards' statistics
+    """The same minibatches, starts and updates: the parts' statistics
     differ from one machine's only by the grouping of their sums."""
     alone = lda(estimator, settings).fit(documents)
     on_cluster = lda(estimator, settings).fit(row_blocks(documents, 400))
@@ -153,7 +153,7 @@ def test_lda_on_a_dask_array_equals_the_fit_on_one_machine(
     )
 
 
-def test_a_shards_copy_holds_eta_of_its_own_words(documents):
+def test_a_parts_copy_holds_eta_of_its_own_words(documents):
     model = lda(SmoothedLDA, dict(seed_topics={0: [3, 7, 11]})).fit(documents)
     rows = np.array([3, 50])
     local = model._local_copy(rows)
@@ -161,8 +161,8 @@ def test_a_shards_copy_holds_eta_of_its_own_words(documents):
     assert_array_equal(local._natural, model._natural[rows])
 
 
-def test_one_shard_per_minibatch_is_bit_for_bit(client, documents):
-    """With the data in one block, each minibatch is one shard, computed by
+def test_one_part_per_minibatch_is_bit_for_bit(client, documents):
+    """With the data in one block, each minibatch is one part, computed by
     the same code as on one machine: the fits are identical."""
     settings = dict(L=3)
     alone = lda(SmoothedLDA, settings).fit(documents)
@@ -355,7 +355,7 @@ class WorkerKillingLDA(SmoothedLDA):
         return super()._local_statistic(documents, sample_weight, draw, n_batch)
 
 
-def test_a_killed_worker_costs_a_retry_of_its_shard_and_nothing_is_counted_twice(
+def test_a_killed_worker_costs_a_retry_of_its_part_and_nothing_is_counted_twice(
     client, documents, tmp_path
 ):
     blocks = row_blocks(documents, 400)
