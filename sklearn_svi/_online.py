@@ -109,6 +109,11 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
     # for models whose minibatches touch few rows of lambda.
     _scales_rows = False
 
+    # Whether lambda's columns are alike before the data are seen (LDA's
+    # topics, started at random), so that a filter may estimate its moments
+    # from some of them (``observed_components``).
+    _exchangeable_columns = False
+
     @property
     def _natural(self):
         """lambda, of shape (n_params, n_components).
@@ -196,7 +201,11 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
         random_state = check_random_state(self.random_state)
         self._natural = self._initial_natural(X, n_total, random_state)
         self._update_state = UpdateState.build(
-            mechanisms, self._natural.shape, self._natural.dtype, random_state
+            mechanisms,
+            self._natural.shape,
+            self._natural.dtype,
+            random_state,
+            exchangeable_columns=self._exchangeable_columns,
         )
         if self._update_state.annealing is not None:
             self.n_projected_ = 0

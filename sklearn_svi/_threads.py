@@ -24,6 +24,9 @@ from ._transaction import interrupts_deferred
 # Row blocks per thread in ``Workers.row_blocks``.
 BLOCKS_PER_THREAD = 4
 
+# Rows of each block of ``sum_rows``.
+SUM_BLOCK_ROWS = 4096
+
 
 class Workers:
     """Run chunks of work on a number of threads.
@@ -243,7 +246,7 @@ def map_rows(function, n_rows):
     return run_calls(function, [(span,) for span in row_blocks(n_rows)])
 
 
-def sum_rows(function, n_rows, block_rows=4096):
+def sum_rows(function, n_rows, block_rows=SUM_BLOCK_ROWS):
     """Sum ``function(span)`` over fixed blocks of rows, on the active pool.
 
     The blocks and the order of the sum do not depend on the number of

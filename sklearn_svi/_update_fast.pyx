@@ -276,8 +276,11 @@ def observe_difference(
     const floating[:, :] stored_prior,
     floating[:, ::1] updated_mean,
     floating[:, ::1] stored_mean,
-    const double[::1] carried,
-    const double[::1] pulled,
+    const double[::1] row_decay,
+    const double[::1] row_offset,
+    double clock_decay,
+    double clock_offset,
+    double clock_shrink,
     double decay,
     double window,
     bint every_row,
@@ -289,13 +292,15 @@ def observe_difference(
     updated_mean = decay g + d / window (Houlsby & Blei 2014, Alg. 1), in
     one pass that forms lambda^ = eta + scale total on the fly, as
     :func:`step_toward_target` does. The filter stores a row's g as of the
-    last update that visited it: the row's g before this update is
-    ``carried[i] mean[i] - pulled[i] (current[i] - stored_prior[i])``,
-    which is the stored g itself when ``carried[i] = 1`` and ``pulled[i] =
-    0``. The
-    pass visits every row with ``every_row``, and otherwise only the
-    listed rows of the total. It sums, in float64, the products from which
-    the filter's norms follow. A BLAS dot product would start threads of
+    last update that visited it, r: the row's g before this update is
+    ``carry mean[i] - pull (current[i] - stored_prior[i])`` with carry =
+    D_t / D_r and pull = D_t (F_t - F_r) / C_t, the clock of
+    :class:`~sklearn_svi._mechanisms._step_sizes.FilteredStepSize` (the
+    stored g itself right after the clock restarts). The pass visits every
+    row with ``every_row``, and otherwise only the listed rows of the
+    total, and on each row the first columns, as many as ``mean`` has: the
+    filter may observe some of the components. It sums, in float64, the
+    products from which the filter's norms follow. A BLAS dot product would start threads of
     its own inside the threads of :mod:`sklearn_svi._threads`, and its sum
     would depend on their number.
 
@@ -308,18 +313,21 @@ def observe_difference(
         stored array A of lambda = eta + c (A - eta).
     current_scale : float
         c.
-    mean : ndarray of shape (n_params, n_components)
-        The stored average g of the differences so far, read only.
+    mean : ndarray of shape (n_params, n_observed)
+        The stored average g of the differences so far on the first
+        n_observed columns, read only.
     stored_prior : ndarray of the shape of ``prior``
         eta when the stored g was last brought up to date.
-    updated_mean : ndarray of shape (n_params, n_components)
+    updated_mean : ndarray of shape (n_params, n_observed)
         Output: the new average on the visited rows; it may be ``mean``
         itself, each value is read before it is written.
-    stored_mean : ndarray of shape (n_rows, n_components)
+    stored_mean : ndarray of shape (n_rows, n_observed)
         Output, when only the listed rows are visited: their values of
         ``mean``, as read (a copy that can undo an update in place).
-    carried, pulled : ndarray of shape (n_params,)
-        How the stored g of each row becomes its g before the update.
+    row_decay, row_offset : ndarray of shape (n_params,)
+        D_r and F_r of each row, the clock when it was last visited.
+    clock_decay, clock_offset, clock_shrink : float
+        D_t, F_t and C_t, the clock now.
     decay : float
         1 - 1 / window.
     window : float
@@ -337,14 +345,16 @@ def observe_difference(
         <g, s>, <e, s> and ||s||^2.
     """
     cdef Py_ssize_t n_components = current.shape[1]
+    cdef Py_ssize_t n_observed = mean.shape[1]
     cdef Py_ssize_t i, k, position, ahead, listed = 0
     cdef Py_ssize_t n_listed = rows.shape[0]
     cdef Py_ssize_t n_visits = stop - start if every_row else n_listed
-    cdef Py_ssize_t row_bytes = n_components * sizeof(floating)
+    cdef Py_ssize_t row_bytes = n_observed * sizeof(floating)
     cdef floating factor = <floating> scale
     cdef floating keep = <floating> decay
     cdef floating share = <floating> (1.0 / window)
     cdef floating current_factor = <floating> current_scale
+    cdef floating carry, pull
     cdef bint is_listed
     cdef bint per_entry = _prior_per_entry(prior, n_components)
     cdef const floating* total
@@ -361,23 +371,25 @@ def observe_difference(
                 _prefetch_row(&mean[ahead, 0], row_bytes)
             i = start + position if every_row else rows[position]
             if not every_row:
-                for k in range(n_components):
+                for k in range(n_observed):
                     stored_mean[position, k] = mean[i, k]
             is_listed = listed < n_listed and rows[listed] == i
             total = &block[listed, 0] if is_listed else NULL
+            carry = <floating> (clock_decay / row_decay[i])
+            pull = <floating> (clock_decay * (clock_offset - row_offset[i]) / clock_shrink)
             if per_entry:
                 _fold_row(
                     &current[i, 0], &mean[i, 0], &updated_mean[i, 0], total,
                     factor, &prior[i, 0], &stored_prior[i, 0], 1, current_factor,
-                    <floating> carried[i], <floating> pulled[i], keep, share,
-                    n_components, sums,
+                    carry, pull, keep, share,
+                    n_observed, sums,
                 )
             else:
                 _fold_row(
                     &current[i, 0], &mean[i, 0], &updated_mean[i, 0], total,
                     factor, &prior[i, 0], &stored_prior[i, 0], 0, current_factor,
-                    <floating> carried[i], <floating> pulled[i], keep, share,
-                    n_components, sums,
+                    carry, pull, keep, share,
+                    n_observed, sums,
                 )
             if is_listed:
                 listed += 1

@@ -202,11 +202,14 @@ class UpdateState:
     fit_position: dict | None = None
 
     @classmethod
-    def build(cls, mechanisms, shape, dtype, random_state):
-        """The state of a new fit of lambda of ``shape`` and ``dtype``."""
+    def build(cls, mechanisms, shape, dtype, random_state, exchangeable_columns=False):
+        """The state of a new fit of lambda of ``shape`` and ``dtype``;
+        ``exchangeable_columns`` as for ``Mechanisms.build_step_size``."""
         return cls(
             window=mechanisms.build_window(shape, dtype),
-            step_size=mechanisms.build_step_size(shape, dtype),
+            step_size=mechanisms.build_step_size(
+                shape, dtype, exchangeable_columns=exchangeable_columns
+            ),
             annealing=mechanisms.build_annealing(),
             random_state=random_state,
         )

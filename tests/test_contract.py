@@ -151,6 +151,15 @@ class Replayed(_Schedule):
         return self.step_sizes[step - 1]
 
 
+@pytest.mark.parametrize("name", ["mixture", "factorization"])
+def test_filters_of_other_models_observe_every_column(name):
+    # LDA's topics are alike a priori; a factorisation's columns are the
+    # moments of its factors, and a mixture's few components all count.
+    estimator, X = case(name)
+    step_size = estimator.partial_fit(X)._update_state.step_size
+    assert step_size.mean_difference.shape == estimator._natural.shape
+
+
 @pytest.mark.parametrize("name", ["filtered", "mixture", "factorization"])
 def test_a_filter_changes_only_the_step_size(name, monkeypatch):
     """Replaying a filter's step sizes as a schedule gives its fit again."""
@@ -162,7 +171,7 @@ def test_a_filter_changes_only_the_step_size(name, monkeypatch):
     monkeypatch.setattr(
         Mechanisms,
         "build_step_size",
-        lambda settings, shape, dtype: Replayed(step_sizes),
+        lambda settings, shape, dtype, **_: Replayed(step_sizes),
     )
     replayed = clone(estimator).partial_fit(X)
     assert_array_equal(replayed._natural, filtered._natural)

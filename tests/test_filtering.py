@@ -246,7 +246,7 @@ def test_filter_changes_only_the_step_size(planted_corpus, monkeypatch):
     schedule = ReplayedSchedule(learned)
     assert isinstance(schedule, StepSize)
     monkeypatch.setattr(
-        Mechanisms, "build_step_size", lambda settings, shape, dtype: schedule
+        Mechanisms, "build_step_size", lambda settings, shape, dtype, **_: schedule
     )
     replay = SmoothedLDA(L=1, **PARAMS).partial_fit(X)
     assert_array_equal(replay.components_, filtered.components_)
@@ -428,3 +428,63 @@ def test_lazy_averages_follow_the_recursion_over_every_row(corrected, prior_colu
     assert min(step_sizes) >= 0.6
     expected = dense_filter_estimates(targets, currents, step_sizes, n_start, corrected)
     assert_allclose(estimates, expected, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("prior_columns", [1, 5], ids=["row-prior", "entry-prior"])
+def test_a_filter_of_the_first_columns_is_the_filter_of_those_columns(prior_columns):
+    # Targets that list a fifth of the rows, eta that changes once and a
+    # projected update: the filter that observes 2 of 5 columns steps as
+    # the filter of those 2 columns alone, to the last bit.
+    rng = np.random.RandomState(1)
+    n_rows, n_components, n_observed = 120, 5, 2
+    current = rng.gamma(2.0, 1.0, (n_rows, n_components))
+    prior = rng.uniform(0.05, 0.2, (n_rows, prior_columns))
+    draws = []
+    for t in range(60):
+        rows = np.sort(rng.choice(n_rows, n_rows // 5, replace=False))
+        total = rng.gamma(1.0, 1.0, (len(rows), n_components))
+        draws.append((rows, total, prior * (1.5 if t >= 30 else 1.0), t == 20))
+
+    def steps(columns, n_observed=None):
+        width = columns.stop - columns.start
+        step_size = FilteredStepSize(
+            StudentTFilter(0.0, 3.0, n_rows * (n_observed or width)),
+            (n_rows, width),
+            np.float64,
+            3,
+            floor=RobbinsMonroStepSize(10.0, 0.6),
+            n_observed=n_observed,
+        )
+
+        def optimum(rows, total, eta, projected):
+            eta = eta if prior_columns == 1 else np.ascontiguousarray(eta[:, columns])
+            return NoisyOptimum(
+                SparseStatistic(rows, np.ascontiguousarray(total[:, columns])),
+                3.0,
+                eta,
+                projected,
+            )
+
+        lam = np.ascontiguousarray(current[:, columns])
+        step_size.start((optimum(*draw) for draw in draws[:3]), lam)
+        observed = []
+        for t, draw in enumerate(draws[3:], start=1):
+            rho = step_size(t, optimum(*draw), lam)
+            observed.append((rho, step_size.drift, step_size.noise))
+            lam *= 1.0 - rho
+            lam[draw[0]] += rho * 3.0 * draw[1][:, columns]
+        return np.array(observed)
+
+    first_columns = steps(slice(0, n_observed))
+    assert_array_equal(steps(slice(0, n_components), n_observed), first_columns)
+    assert not np.array_equal(steps(slice(0, n_components)), first_columns)
+
+
+def test_lda_filters_observe_an_eighth_of_the_topics():
+    X = make_lda_corpus(n_documents=200, n_topics=5, random_state=0)[0]
+    for n_components, n_observed in [(6, 6), (20, 8), (100, 13)]:
+        lda = FilteredLDA(
+            n_components=n_components, batch_size=50, max_iter=1, random_state=0
+        )
+        step_size = lda.partial_fit(X)._update_state.step_size
+        assert step_size.mean_difference.shape == (X.shape[1], n_observed)

@@ -15,7 +15,12 @@ from sklearn.utils._param_validation import Hidden, Interval, StrOptions
 from ._annealing import AnnealingWeights
 from ._filters import AdaptiveGain, GaussianFilter, StudentTFilter
 from ._smoothing import SmoothingWindow
-from ._step_sizes import ConstantStepSize, FilteredStepSize, RobbinsMonroStepSize
+from ._step_sizes import (
+    ConstantStepSize,
+    FilteredStepSize,
+    RobbinsMonroStepSize,
+    observed_components,
+)
 
 # Minibatches drawn at the initial lambda to start a filter's noise estimates.
 MONTE_CARLO_BATCHES = 5
@@ -299,17 +304,25 @@ class Mechanisms:
             return None
         return AnnealingWeights(self.effective_batch_size, self.effective_batch_growth)
 
-    def build_step_size(self, shape, dtype):
-        """The step size named by ``learning_rate``, for lambda of ``shape``."""
+    def build_step_size(self, shape, dtype, exchangeable_columns=False):
+        """The step size named by ``learning_rate``, for lambda of ``shape``.
+
+        A filter observes every column of lambda, or with
+        ``exchangeable_columns`` (columns alike a priori) the first
+        ``observed_components`` of them.
+        """
         if self.learning_rate in FILTERS:
-            size = shape[0] * shape[1]
+            n_observed = (
+                observed_components(shape[1]) if exchangeable_columns else shape[1]
+            )
             return FilteredStepSize(
-                FILTERS[self.learning_rate](self, size),
+                FILTERS[self.learning_rate](self, shape[0] * n_observed),
                 shape,
                 dtype,
                 MONTE_CARLO_BATCHES,
                 corrected=self.bias_correction,
                 floor=self._schedule(self.min_step_size),
+                n_observed=n_observed,
             )
         return self._schedule(self.learning_rate)
 

@@ -5,7 +5,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from .._threads import sum_rows
+from .._threads import SUM_BLOCK_ROWS, sum_rows
 from .._transaction import spare_like
 from .._update_fast import observe_difference
 from ._smoothing import SparseStatistic
@@ -13,6 +13,27 @@ from ._smoothing import SparseStatistic
 # The filter visits every row, and restarts its clock, before the clock's
 # scales fall below this value, far from underflow.
 _SMALLEST_CLOCK = 1e-30
+
+# The filter observes every component up to this many, and above it an
+# eighth of them, but never fewer.
+MIN_OBSERVED_COMPONENTS = 8
+
+
+def observed_components(n_components):
+    """How many of lambda's components (columns) the filter observes.
+
+    Parameters
+    ----------
+    n_components : int
+        Number of columns of lambda.
+
+    Returns
+    -------
+    n_observed : int
+        ``n_components`` up to ``MIN_OBSERVED_COMPONENTS``; above, an
+        eighth of them, rounded up, and at least ``MIN_OBSERVED_COMPONENTS``.
+    """
+    return min(n_components, max(MIN_OBSERVED_COMPONENTS, -(-n_components // 8)))
 
 
 @dataclass(frozen=True)
@@ -46,6 +67,21 @@ class NoisyOptimum:
         """The rows and block of the total in the slice ``span``, the scale
         and the prior: the arguments of the compiled passes."""
         return (*self.total.restricted_to(span), self.scale, self.prior)
+
+
+def _frozen(prior):
+    """A copy of the prior eta, a broadcast of its first row if it is one."""
+    if prior.strides[0] == 0:
+        return np.broadcast_to(np.array(prior[:1]), prior.shape)
+    return np.array(prior)
+
+
+def _same_values(prior, stored):
+    """Whether ``prior`` holds the values of the copy ``stored``; for two
+    broadcasts of a row, from that row alone."""
+    if prior.strides[0] == 0 and stored.strides[0] == 0:
+        return bool(np.all(prior[0] == stored[0]))
+    return np.array_equal(prior, stored)
 
 
 @runtime_checkable
@@ -209,6 +245,14 @@ class FilteredStepSize:
     explains, but not lower it. The window then follows the step actually
     taken.
 
+    With ``n_observed`` below the number of columns (the package's
+    variant) the filter observes the first ``n_observed`` columns of lambda
+    alone: it is the same filter of the sub-array lambda[:, :n_observed].
+    For LDA a column is a topic, and the topics are exchangeable (started
+    at random), so the first topics' per-coordinate Q and R estimate those
+    of all topics, on every word, the frequent ones included; an update
+    costs about n_observed / n_components of the full filter's pass.
+
     Parameters
     ----------
     gain_rule : AdaptiveGain, GaussianFilter or StudentTFilter
@@ -223,10 +267,12 @@ class FilteredStepSize:
         Whether Q and R are corrected for the noise of the average.
     floor : RobbinsMonroStepSize, ConstantStepSize or None, default=None
         The schedule whose steps bound the step from below; None for none.
+    n_observed : int or None, default=None
+        Number of columns observed, from the first; None for all.
 
     Attributes
     ----------
-    mean_difference : ndarray of shape (n_params, n_components)
+    mean_difference : ndarray of shape (n_params, n_observed)
         The stored g: each row as of the last update that visited it.
     """
 
@@ -238,12 +284,14 @@ class FilteredStepSize:
         monte_carlo_batches,
         corrected=True,
         floor=None,
+        n_observed=None,
     ):
         self.gain_rule = gain_rule
         self.monte_carlo_batches = monte_carlo_batches
         self.corrected = corrected
         self.floor = floor
-        self.mean_difference = np.zeros(shape, dtype=dtype)
+        n_observed = shape[1] if n_observed is None else n_observed
+        self.mean_difference = np.zeros((shape[0], n_observed), dtype=dtype)
         # A visit of every row writes the new g here and swaps it in; a
         # visit of the listed rows writes them in place and records them.
         self._spare_mean = None
@@ -346,17 +394,11 @@ class FilteredStepSize:
         """g <- decay g + d_t / tau on the rows visited, and the totals
         moved; return ||d_t||^2 and ||g||^2 over all rows.
 
-        Summed over fixed blocks of rows on the active threads.
+        A visit of every row is summed over fixed blocks of rows on the
+        active threads.
         """
         share = 1.0 / self.window
         every_row = self._visits_every_row(target, decay, len(current))
-        # How each row's stored g becomes its g before this update.
-        carried = self._clock_decay / self._row_decay
-        pulled = (
-            self._clock_decay
-            * (self._clock_offset - self._row_offset)
-            / self._clock_shrink
-        )
         rows = target.total.rows
         if every_row:
             updated_mean = spare_like(self.mean_difference, self._spare_mean)
@@ -383,8 +425,11 @@ class FilteredStepSize:
                 target.prior if self._prior is None else self._prior,
                 updated_mean,
                 stored_mean if every_row else stored_mean[target.total.positions(span)],
-                carried,
-                pulled,
+                self._row_decay,
+                self._row_offset,
+                self._clock_decay,
+                self._clock_offset,
+                self._clock_shrink,
                 decay,
                 self.window,
                 every_row,
@@ -392,6 +437,8 @@ class FilteredStepSize:
                 span.stop,
             ),
             len(current),
+            # A visit of the listed rows alone costs too little to share.
+            block_rows=SUM_BLOCK_ROWS if every_row else len(current),
         )
         # On the visited rows d = s - e and g' = decay g + d / tau.
         visited_distance = target_norm - 2.0 * excess_target + visited_excess
@@ -443,7 +490,7 @@ class FilteredStepSize:
             or self._clock_decay * decay < _SMALLEST_CLOCK
             or self._clock_shrink < _SMALLEST_CLOCK
             or len(target.total.rows) == n_rows
-            or not np.array_equal(target.prior, self._prior)
+            or not _same_values(target.prior, self._prior)
         )
 
     def _restart_clock(self, target):
@@ -454,7 +501,7 @@ class FilteredStepSize:
         self._clock_shrink = 1.0
         self._row_decay = np.ones(len(self._row_decay))
         self._row_offset = np.zeros(len(self._row_offset))
-        self._prior = np.array(target.prior)
+        self._prior = _frozen(target.prior)
         self._visit_all_rows = False
 
     def _advance_clock(self, rows, decay, share):

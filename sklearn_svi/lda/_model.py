@@ -126,6 +126,8 @@ class _OnlineLDA(
     # A minibatch holds few of the words: plain SVI's update writes its
     # words' rows and scales the others.
     _scales_rows = True
+    # The topics are exchangeable: a filter observes some of them.
+    _exchangeable_columns = True
 
     @property
     def _initial_sample_batches(self):
