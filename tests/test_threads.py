@@ -211,9 +211,10 @@ def test_moments_and_step_match_numpy_on_their_rows(
     decay, window = 0.75, 4.0
     excess = (natural - prior).astype(np.float64)[:, observed]
     listed_target = (expected_target - prior).astype(np.float64)[:, observed]
-    up_to_date = carried[:, np.newaxis] * mean - pulled[:, np.newaxis] * (
-        natural - stored_prior
-    )[:, observed]
+    up_to_date = (
+        carried[:, np.newaxis] * mean
+        - pulled[:, np.newaxis] * (natural - stored_prior)[:, observed]
+    )
     expected_mean = decay * up_to_date + (listed_target - excess) / window
     in_span = np.arange(30)[span]
     listed_in_span = rows[(rows >= 5) & (rows < 20)]
