@@ -80,7 +80,7 @@ def _same_values(prior, stored):
     """Whether ``prior`` holds the values of the copy ``stored``; for two
     broadcasts of a row, from that row alone."""
     if prior.strides[0] == 0 and stored.strides[0] == 0:
-        return bool(np.all(prior[0] == stored[0]))
+        return prior[0].tolist() == stored[0].tolist()
     return np.array_equal(prior, stored)
 
 
