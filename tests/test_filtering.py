@@ -480,9 +480,9 @@ def test_a_filter_of_the_first_columns_is_the_filter_of_those_columns(prior_colu
     assert not np.array_equal(steps(slice(0, n_components)), first_columns)
 
 
-def test_lda_filters_observe_an_eighth_of_the_topics():
+def test_lda_filters_observe_an_eighth_of_many_topics():
     X = make_lda_corpus(n_documents=200, n_topics=5, random_state=0)[0]
-    for n_components, n_observed in [(6, 6), (20, 8), (100, 13)]:
+    for n_components, n_observed in [(6, 6), (32, 32), (33, 8), (100, 13)]:
         lda = FilteredLDA(
             n_components=n_components, batch_size=50, max_iter=1, random_state=0
         )

@@ -14,13 +14,17 @@ from ._smoothing import SparseStatistic
 # scales fall below this value, far from underflow.
 _SMALLEST_CLOCK = 1e-30
 
-# The filter observes every component up to this many, and above it an
-# eighth of them, but never fewer.
+# The filter observes every component up to ALL_OBSERVED_COMPONENTS of
+# them; above, an eighth, but at least MIN_OBSERVED_COMPONENTS.
+ALL_OBSERVED_COMPONENTS = 32
 MIN_OBSERVED_COMPONENTS = 8
 
 
 def observed_components(n_components):
     """How many of lambda's components (columns) the filter observes.
+
+    A row of up to 32 components spans a few cache lines, and observing
+    fewer of them saves little.
 
     Parameters
     ----------
@@ -30,10 +34,12 @@ def observed_components(n_components):
     Returns
     -------
     n_observed : int
-        ``n_components`` up to ``MIN_OBSERVED_COMPONENTS``; above, an
-        eighth of them, rounded up, and at least ``MIN_OBSERVED_COMPONENTS``.
+        ``n_components`` up to ``ALL_OBSERVED_COMPONENTS``; above, an eighth
+        of them, rounded up, and at least ``MIN_OBSERVED_COMPONENTS``.
     """
-    return min(n_components, max(MIN_OBSERVED_COMPONENTS, -(-n_components // 8)))
+    if n_components <= ALL_OBSERVED_COMPONENTS:
+        return n_components
+    return max(MIN_OBSERVED_COMPONENTS, -(-n_components // 8))
 
 
 @dataclass(frozen=True)
