@@ -111,7 +111,7 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
 
     # Whether lambda's columns are alike before the data are seen (LDA's
     # topics, started at random), so that a filter may estimate its moments
-    # from some of them (``observed_components``).
+    # from some of them (``observed_components="auto"``).
     _exchangeable_columns = False
 
     @property

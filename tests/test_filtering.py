@@ -488,3 +488,15 @@ def test_lda_filters_observe_an_eighth_of_many_topics():
         )
         step_size = lda.partial_fit(X)._update_state.step_size
         assert step_size.mean_difference.shape == (X.shape[1], n_observed)
+
+
+def test_observed_components_chooses_the_columns_a_filter_observes():
+    X = make_lda_corpus(n_documents=200, n_topics=5, random_state=0)[0]
+    shapes = {}
+    for observed in ["auto", None, 3, 100]:
+        lda = FilteredLDA(**dict(PARAMS, n_components=40), observed_components=observed)
+        step_size = lda.partial_fit(X)._update_state.step_size
+        shapes[observed] = step_size.mean_difference.shape[1]
+    assert shapes == {"auto": 8, None: 40, 3: 3, 100: 40}
+    with pytest.raises(ValueError, match="observed_components"):
+        FilteredLDA(observed_components=0).partial_fit(X)

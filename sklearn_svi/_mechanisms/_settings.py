@@ -19,7 +19,7 @@ from ._step_sizes import (
     ConstantStepSize,
     FilteredStepSize,
     RobbinsMonroStepSize,
-    observed_components,
+    auto_observed_components,
 )
 
 # Minibatches drawn at the initial lambda to start a filter's noise estimates.
@@ -194,6 +194,21 @@ MECHANISM_PARAMETERS = {
         -learning_decay``, a float in (0, 1] a constant bound, None no bound
         (the published filters).""",
     ),
+    "observed_components": Parameter(
+        "auto",
+        [None, StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
+        '"auto", int or None',
+        """\
+        The components (columns of the global parameter) whose coordinates a
+        filter's drift and noise are estimated on, from the first (the
+        package's variant): their per-coordinate averages do not depend on
+        which alike components they are taken over, and the filter's pass
+        reads fewer values. ``"auto"`` is every component up to 32, and
+        above an eighth of them, at least 8, for LDA, whose topics start at
+        random; every column for the mixture and the factorisation. An int
+        is that many (at most all), None every one (the published
+        filters).""",
+    ),
 }
 
 # The fields of ``Mechanisms`` whose parameters have other names.
@@ -247,6 +262,9 @@ class Mechanisms:
     min_step_size : str, float or None, default=None
         A schedule's name or a constant that bounds a filter's step from
         below; None for none.
+    observed_components : "auto", int or None, default="auto"
+        The number of columns a filter observes; "auto" for
+        ``auto_observed_components`` of them when the columns are alike.
     """
 
     window_length: int = 1
@@ -259,6 +277,7 @@ class Mechanisms:
     prior_dof: float = 3.0
     bias_correction: bool = True
     min_step_size: str | float | None = None
+    observed_components: str | int | None = "auto"
 
     @classmethod
     def of_estimator(cls, estimator, renamed_learning_rate=None):
@@ -307,14 +326,11 @@ class Mechanisms:
     def build_step_size(self, shape, dtype, exchangeable_columns=False):
         """The step size named by ``learning_rate``, for lambda of ``shape``.
 
-        A filter observes every column of lambda, or with
-        ``exchangeable_columns`` (columns alike a priori) the first
-        ``observed_components`` of them.
+        ``exchangeable_columns`` says whether lambda's columns are alike a
+        priori, where ``observed_components="auto"`` observes some of them.
         """
         if self.learning_rate in FILTERS:
-            n_observed = (
-                observed_components(shape[1]) if exchangeable_columns else shape[1]
-            )
+            n_observed = self._observed_columns(shape[1], exchangeable_columns)
             return FilteredStepSize(
                 FILTERS[self.learning_rate](self, shape[0] * n_observed),
                 shape,
@@ -325,6 +341,16 @@ class Mechanisms:
                 n_observed=n_observed,
             )
         return self._schedule(self.learning_rate)
+
+    def _observed_columns(self, n_columns, exchangeable_columns):
+        """How many of ``n_columns`` a filter observes."""
+        if self.observed_components is None:
+            return n_columns
+        if self.observed_components == "auto":
+            if exchangeable_columns:
+                return auto_observed_components(n_columns)
+            return n_columns
+        return min(self.observed_components, n_columns)
 
     def _schedule(self, choice):
         """The schedule named by ``choice``, a constant one, or None."""

@@ -20,7 +20,7 @@ ALL_OBSERVED_COMPONENTS = 32
 MIN_OBSERVED_COMPONENTS = 8
 
 
-def observed_components(n_components):
+def auto_observed_components(n_components):
     """How many of lambda's components (columns) the filter observes.
 
     A row of up to 32 components spans a few cache lines, and observing
