@@ -6,8 +6,9 @@ with the Robbins-Monro schedule (kappa = 0.7, tau_0 = 1000) and with a
 constant step size from 1e-1 to 1e-5, the best of which is chosen in
 hindsight. The filters run with the package's defaults (bias-corrected
 estimates of the drift and the noise, prior variance 0, steps bounded below
-by the Robbins-Monro schedule), and the t filter and the adaptive
-rate also as published (plain moment estimates, the paper's prior variance
+by the Robbins-Monro schedule, drift and noise estimated on an eighth of
+the topics), and the t filter and the adaptive rate also as published
+(plain moment estimates on every coordinate, the paper's prior variance
 1e3, no lower bound of the step). Every model sees the
 same documents in the same order. The held-out per-word log predictive
 probability (document completion, as in ``bench_lda.py``) is measured every
@@ -71,6 +72,7 @@ def make_models(batch_size, n_train, seed):
             learning_rate="adaptive",
             bias_correction=False,
             min_step_size=None,
+            observed_components=None,
             **common,
         ),
         "Student's t filter, published": FilteredLDA(
@@ -78,6 +80,7 @@ def make_models(batch_size, n_train, seed):
             prior_variance=1e3,
             bias_correction=False,
             min_step_size=None,
+            observed_components=None,
             **common,
         ),
         REFERENCE: SmoothedLDA(L=1, learning_offset=1000.0, **common),

@@ -1,9 +1,10 @@
 """Every estimator's default against plain SVI and scikit-learn on a large corpus.
 
 A user's first fit: each estimator with its defaults (only the number of
-topics, the minibatch size and the corpus size are set), the other filters,
-SVI+ with a fixed M, the filters as published (the papers' prior variance
-and moment estimates, no lower bound of the step), plain SVI
+topics, the minibatch size and the corpus size are set), the default filter
+observing every topic, the other filters, SVI+ with a fixed M, the filters
+as published (the papers' prior variance and moment estimates on every
+coordinate, no lower bound of the step), plain SVI
 (``SmoothedLDA(L=1)``, with the default collapsed local step and with the
 mean-field one, each also with priors learned online: alpha alone for the
 collapsed step, whose learned eta is biased) and scikit-learn's
@@ -88,6 +89,9 @@ def make_models(n_components, batch_size, n_train, seed):
         "SmoothedLDA() default": SmoothedLDA(**common),
         "AnnealedLDA() default": AnnealedLDA(**common),
         "FilteredLDA() default": FilteredLDA(**common),
+        "FilteredLDA, every topic observed": FilteredLDA(
+            observed_components=None, **common
+        ),
         "FilteredLDA Student's t": FilteredLDA(learning_rate="student-t", **common),
         "FilteredLDA adaptive": FilteredLDA(learning_rate="adaptive", **common),
         "AnnealedLDA M=64 fixed": AnnealedLDA(M=64, M_growth=0, **common),
@@ -97,12 +101,14 @@ def make_models(n_components, batch_size, n_train, seed):
             prior_variance=1e3,
             bias_correction=False,
             min_step_size=None,
+            observed_components=None,
             **common,
         ),
         "FilteredLDA adaptive, published": FilteredLDA(
             learning_rate="adaptive",
             bias_correction=False,
             min_step_size=None,
+            observed_components=None,
             **common,
         ),
     }

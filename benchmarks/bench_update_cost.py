@@ -5,8 +5,9 @@ the annealing weights, the filter's moments. This script measures what that
 work costs next to the local step, which all of them share, on the same
 minibatches of a corpus: the CPU time per update of ``SmoothedLDA()``
 (plain SVI, the reference, which writes only the rows of the minibatch's
-words), of plain SVI writing every row of lambda, of ``FilteredLDA()``,
-``AnnealedLDA()`` and
+words), of plain SVI writing every row of lambda, of ``FilteredLDA()``
+(which observes an eighth of 50 or 100 topics) and of the filter observing
+every topic, of ``AnnealedLDA()`` and
 ``SmoothedLDA(L=10)``, each with its defaults, of plain SVI with five seed
 words for one topic (which make the prior an array of every topic and
 word), and of scikit-learn's online
@@ -46,6 +47,9 @@ MODELS = {
     "SmoothedLDA(), plain SVI": lambda **common: SmoothedLDA(**common),
     "plain SVI writing every row": lambda **common: EveryRowSVI(**common),
     "FilteredLDA()": lambda **common: FilteredLDA(**common),
+    "FilteredLDA(observed_components=None)": lambda **common: FilteredLDA(
+        observed_components=None, **common
+    ),
     "AnnealedLDA()": lambda **common: AnnealedLDA(**common),
     "SmoothedLDA(L=10)": lambda **common: SmoothedLDA(L=10, **common),
     # Seeds make eta an array of every topic and word, which the update reads.
