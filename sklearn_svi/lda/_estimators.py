@@ -167,14 +167,16 @@ class FilteredLDA(_OnlineLDA):
     (``min_step_size``): the filter may raise the step, far from the optimum
     or when the stream changes, but not lower it. So bounded, with the
     default local step and the same updates as plain SVI, the Gaussian
-    filter ended level with plain SVI or above it on all three real corpora
-    of the benchmarks (+0.001 to +0.005 nats per held-out word), as did the
-    adaptive rate and the Student's t filter (0.000 to +0.006). The
+    filter ended within 0.004 nats per held-out word of plain SVI on the
+    three real corpora of the benchmarks (-0.003 to +0.002), as did the
+    adaptive rate and the Student's t filter (-0.001 to +0.013). The
     filter's moments are kept for the words of each minibatch only (the
-    others follow in closed form), yet an update costs 1.14 to 1.24 times
-    plain SVI's, and the Gaussian filter's first steps rise above the
-    bound, so on a stationary corpus, in the same CPU time, it trails
-    plain SVI in the first seconds (see the user guide).
+    others follow in closed form) and, with more than 32 topics, taken
+    over an eighth of them (``observed_components``), so that an update
+    costs 1.06 to 1.20 times plain SVI's, its start included; its first
+    steps rise above the bound, so on a stationary corpus, in the
+    same CPU time, it trails plain SVI by up to 0.009 in the first second
+    (see the user guide).
 
     Read more in the :ref:`User Guide <filtered_lda>`.""",
         mechanisms=mechanism_parameters(
