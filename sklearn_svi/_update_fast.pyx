@@ -300,9 +300,9 @@ def observe_difference(
     row with ``every_row``, and otherwise only the listed rows of the
     total, and on each row the first columns, as many as ``mean`` has: the
     filter may observe some of the components. It sums, in float64, the
-    products from which the filter's norms follow. A BLAS dot product would start threads of
-    its own inside the threads of :mod:`sklearn_svi._threads`, and its sum
-    would depend on their number.
+    products from which the filter's norms follow. A BLAS dot product would
+    start threads of its own inside the threads of
+    :mod:`sklearn_svi._threads`, and its sum would depend on their number.
 
     Parameters
     ----------
@@ -361,6 +361,8 @@ def observe_difference(
     cdef double[6] sums
     if stored_prior.shape[1] != prior.shape[1]:
         raise ValueError("stored_prior must have the shape of prior")
+    if n_observed > n_components:
+        raise ValueError("mean must not have more columns than current")
     for k in range(6):
         sums[k] = 0.0
     with nogil:
