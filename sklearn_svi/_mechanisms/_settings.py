@@ -201,9 +201,9 @@ MECHANISM_PARAMETERS = {
         """\
         The components (columns of the global parameter) whose coordinates a
         filter's drift and noise are estimated on, from the first (the
-        package's variant): their per-coordinate averages do not depend on
-        which alike components they are taken over, and the filter's pass
-        reads fewer values. ``"auto"`` is every component up to 32, and
+        package's variant): over components that are alike their
+        per-coordinate averages are the same in expectation, and the
+        filter's pass reads fewer values. ``"auto"`` is every component up to 32, and
         above an eighth of them, at least 8, for LDA, whose topics start at
         random; every column for the mixture and the factorisation. An int
         is that many (at most all), None every one (the published

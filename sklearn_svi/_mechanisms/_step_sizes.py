@@ -256,8 +256,8 @@ class FilteredStepSize:
     alone: it is the same filter of the sub-array lambda[:, :n_observed].
     For LDA a column is a topic, and the topics are exchangeable (started
     at random), so the first topics' per-coordinate Q and R estimate those
-    of all topics, on every word, the frequent ones included; an update
-    costs about n_observed / n_components of the full filter's pass.
+    of all topics, on every word, the frequent ones included; the pass of
+    an update reads n_observed of the n_components values of each row.
 
     Parameters
     ----------
