@@ -182,7 +182,7 @@ class UpdateState:
         The scale of lambda's deviations from eta, below 1 after updates
         that wrote only the rows of their statistic.
     fit_position : dict or None, default=None
-        Where a ``fit`` that has not ended is: its pass ``"pass"`` (from 0),
+        Where a ``fit`` that has not ended is: its pass ``"pass_index"`` (from 0),
         the first position of the order still to visit ``"next_row"``, the
         number of samples ``"n_samples"`` and the key of the pass's order
         ``"order_key"`` (a :class:`~sklearn_svi._permutation.KeyedPermutation`;
