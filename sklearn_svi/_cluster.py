@@ -34,10 +34,12 @@ failed update leaves the model as it was. Dask is imported only when a Dask
 collection or joblib's Dask backend is in use.
 """
 
+import contextlib
 import functools
 import logging
 import pickle
 import sys
+import time
 from dataclasses import dataclass
 
 import joblib
@@ -46,6 +48,12 @@ import scipy.sparse as sp
 from sklearn.base import clone
 
 from ._mechanisms import SparseStatistic
+from ._model_shards import (
+    HeldStatistic,
+    RowShards,
+    check_partitionable,
+    partitions_model,
+)
 from ._sources import evenly_spaced_rows, register_engine
 from ._threads import thread_pool
 
@@ -61,6 +69,10 @@ SUM_FAN_IN = 8
 # workers, and its default.
 TIMEOUT_KEY = "sklearn-svi.update-timeout"
 DEFAULT_TIMEOUT = "10 minutes"
+
+# How often an update that waits for the workers checks that the workers
+# holding lambda's blocks of rows are still there.
+SHARD_CHECK_SECONDS = 1.0
 
 # An update's payloads that would send at least this many bytes through the
 # scheduler go straight to a worker and along a tree of copies, each worker
@@ -199,6 +211,21 @@ def _part_statistic(payload, part, sample_weight, draw, n_batch):
     model = pickle.loads(payload)
     with thread_pool(_worker_threads()):
         return model._local_statistic(part[1], sample_weight, draw, n_batch)
+
+
+def _held_part_statistic(
+    payload, part, sample_weight, draw, n_batch, index, shards, scale
+):
+    """A part's share of the minibatch statistic, computed on all the
+    threads of its worker at lambda's rows read from the ``shards`` that
+    hold them, and handed to those shards."""
+    model = pickle.loads(payload)
+    rows = model._rows_read(part[1])
+    model._natural = shards.rows_of(rows, scale)
+    model._natural_rows = rows
+    with thread_pool(_worker_threads()):
+        statistic = model._local_statistic(part[1], sample_weight, draw, n_batch)
+    shards.receive(draw, index, statistic)
 
 
 def _same(payload):
@@ -359,6 +386,8 @@ class ClusterRows:
         self._pending = []
         # The worker that holds each block, by the block's index.
         self._homes = None
+        # The handle of lambda's blocks of rows while the workers hold it.
+        self.shards = None
 
     @classmethod
     def from_data(cls, model, X, reset, dtype):
@@ -370,6 +399,8 @@ class ClusterRows:
         thread.
         """
         client = _client()
+        if partitions_model():
+            check_partitionable(model)
         if not is_dask_collection(X):
             X = model._check_training_data(X, reset=reset, dtype=dtype)
             n_blocks = max(1, sum(client.nthreads().values()))
@@ -488,9 +519,11 @@ class ClusterRows:
             )
 
     def _prepare_pending(self, pending):
-        """Submit the preparation of a minibatch's parts and the look-up of
-        the rows of lambda they read."""
+        """Submit the preparation of a minibatch's parts and, unless the
+        workers hold lambda, the look-up of the rows of lambda they read."""
         self._prepare(pending.parts)
+        if self.shards is not None:
+            return
         pending.reads = [
             self.client.submit(
                 _rows_read,
@@ -502,11 +535,48 @@ class ClusterRows:
             for part in pending.parts
         ]
 
+    @contextlib.contextmanager
+    def holding_natural(self, model):
+        """A context in which the workers hold lambda by blocks of rows,
+        when Dask's configuration ``"sklearn-svi.partition-model"`` asks
+        for it (:mod:`sklearn_svi._model_shards`); the model's own copy is
+        written back when it ends."""
+        if not partitions_model():
+            yield
+            return
+        self.shards = RowShards.scattered(
+            self.client,
+            model._stored_natural,
+            model._compiled_prior(),
+            sorted(self.client.nthreads()),
+        )
+        model.__dict__["_natural"] = self.shards
+        try:
+            yield
+        finally:
+            shards, self.shards = self.shards, None
+            try:
+                model.__dict__["_natural"] = np.asarray(shards)
+            except Exception as error:
+                del model.__dict__["_natural"]
+                raise RuntimeError(
+                    "A worker that held a block of lambda's rows was lost, and "
+                    "the block with it: the model is no longer fitted. Load "
+                    "its last Checkpoint and continue the fit from there."
+                ) from error
+            finally:
+                shards.release()
+
     def statistic(self, minibatch, sample_weight=None, draw=0):
         """The minibatch statistic at the model's present state: one task
         per worker computes its part's, and a tree of tasks adds them on
-        the workers, in the order of the parts."""
+        the workers, in the order of the parts. While the workers hold
+        lambda, the parts hand their statistics to the blocks of rows
+        instead (:meth:`_held_statistic`)."""
         from distributed import CancelledError
+
+        if self.shards is not None:
+            return self._held_statistic(minibatch, sample_weight, draw)
 
         for attempt in range(1, MAX_ATTEMPTS + 1):
             # The next minibatch's rows come back with this one's statistic,
@@ -558,6 +628,43 @@ class ClusterRows:
             )
             return statistic
 
+    def _held_statistic(self, minibatch, sample_weight, draw):
+        """The parts' statistics handed to the blocks of lambda that hold
+        their rows; the handle of the statistic they make up together.
+
+        The payload is the model without lambda; each part reads its rows
+        from the blocks, worker to worker. A worker lost with a block of
+        lambda ends the fit (see :mod:`sklearn_svi._model_shards`).
+        """
+        scale = self.model._update_state.scaled_rows.scale
+        payload = _serialized(self.model._local_copy(np.empty(0, dtype=np.intp)))
+        parts = [
+            self.client.submit(
+                _held_part_statistic,
+                payload,
+                part.prepared,
+                None if sample_weight is None else sample_weight[part.positions],
+                draw,
+                minibatch.size,
+                index,
+                self.shards,
+                scale,
+                pure=False,
+                priority=1,
+                **self._placement(part),
+            )
+            for index, part in enumerate(minibatch.parts)
+        ]
+        self._gathered(parts, draw)
+        logger.debug(
+            "update %d: %d parts handed to %d blocks of lambda, %d bytes sent",
+            draw,
+            len(parts),
+            len(self.shards.actors),
+            len(payload) * len(parts),
+        )
+        return HeldStatistic(draw)
+
     def _tree_sum(self, statistics):
         """The sum of the statistics, added on the workers by a tree of tasks
         of fan-in ``SUM_FAN_IN`` whose shape depends only on their number."""
@@ -571,19 +678,31 @@ class ClusterRows:
         return statistics[0]
 
     def _gathered(self, futures, draw):
-        """The futures' results, or a clear error after ``timeout`` seconds."""
+        """The futures' results, or a clear error after ``timeout`` seconds,
+        or as soon as a worker that holds a block of lambda is lost."""
         from distributed import wait
 
-        try:
-            wait(futures, timeout=self.timeout)
-        except TimeoutError:
-            self.client.cancel(futures)
-            raise TimeoutError(
-                f"Update {draw} waited {self.timeout:g} s for the workers and "
-                "stopped; the model keeps its last update. A worker may hang. "
-                "Set a longer wait with dask.config.set"
-                f'({{"{TIMEOUT_KEY}": "30 minutes"}}).'
-            ) from None
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                wait(futures, timeout=min(SHARD_CHECK_SECONDS, self.timeout))
+                break
+            except TimeoutError:
+                if self.shards is not None and self.shards.lost():
+                    self.client.cancel(futures)
+                    raise RuntimeError(
+                        f"Update {draw} stopped: a worker that held a block of "
+                        "lambda's rows was lost."
+                    ) from None
+                if time.monotonic() < deadline:
+                    continue
+                self.client.cancel(futures)
+                raise TimeoutError(
+                    f"Update {draw} waited {self.timeout:g} s for the workers "
+                    "and stopped; the model keeps its last update. A worker may "
+                    "hang. Set a longer wait with dask.config.set"
+                    f'({{"{TIMEOUT_KEY}": "30 minutes"}}).'
+                ) from None
         return self.client.gather(futures, direct=True)
 
     def _recover(self, minibatch, upcoming):

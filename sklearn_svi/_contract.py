@@ -90,6 +90,12 @@ class OnlineModel(metaclass=ABCMeta):
         sorted, or None for all of them."""
         return None
 
+    def _learns_priors(self):
+        """Whether the updates learn a prior from what their statistics
+        carry besides lambda's rows (``sample_mean``) or from all of
+        lambda."""
+        return False
+
     def _local_copy(self, rows=None):
         """A copy of the model that holds what the local step needs.
 

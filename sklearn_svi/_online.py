@@ -122,6 +122,9 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
         stored one; otherwise the stored array itself.
         """
         stored = self._stored_natural
+        if not self._holds_natural():
+            stored = np.asarray(stored)
+            stored.flags.writeable = False
         scaled = self._scaled_rows()
         if scaled is None:
             return stored
@@ -146,6 +149,13 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
         except KeyError:  # not fitted
             raise AttributeError("_natural") from None
 
+    def _holds_natural(self):
+        """Whether this process holds lambda's stored array; otherwise the
+        workers of a cluster hold it by blocks of rows, and the stored
+        array is their handle (:class:`~sklearn_svi._model_shards.RowShards`)
+        until the fit ends."""
+        return isinstance(self._stored_natural, np.ndarray)
+
     def _scaled_rows(self):
         """The ``ScaledRows`` of the fit while lambda is scaled, else None."""
         state = self.__dict__.get("_update_state")
@@ -160,6 +170,9 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
         if local_rows is not None:
             return self._stored_natural, local_rows
         scaled = self._scaled_rows()
+        if not self._holds_natural():
+            scale = 1.0 if scaled is None else scaled.scale
+            return self._stored_natural.rows_of(rows, scale), rows
         if scaled is None:
             return self._stored_natural, None
         return scaled.rows_of(self._stored_natural, rows), rows
@@ -175,6 +188,8 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
         if scaled is not None:
             return scaled.prior_totals + scaled.scale * scaled.excess_totals
         stored = self._stored_natural
+        if not self._holds_natural():
+            return stored.totals()
         return sum_rows(
             lambda span: stored[span].sum(axis=0, dtype=np.float64), len(stored)
         )
@@ -182,9 +197,13 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
     def _settle_natural(self):
         """Write out a scaled lambda: the stored array becomes lambda again."""
         scaled = self._scaled_rows()
-        if scaled is not None:
+        if scaled is None:
+            return
+        if self._holds_natural():
             self.__dict__["_natural"] = scaled.settled(self._stored_natural)
-            scaled.reset()
+        else:
+            self._stored_natural.settle(self.n_batch_iter_, scaled.scale)
+        scaled.reset()
 
     def _checked_mechanisms(self):
         """The mechanism settings, checked against the other parameters."""
@@ -213,6 +232,14 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
         self.n_iter_ = 0
         self.n_samples_seen_ = 0
 
+    def __getstate__(self):
+        # lambda held by a cluster's workers is saved as one array.
+        state = super().__getstate__()
+        stored = state.get("_natural")
+        if stored is not None and not isinstance(stored, np.ndarray):
+            state = {**state, "_natural": np.asarray(stored)}
+        return state
+
     @property
     def random_state_(self):
         """The random state of the fit, drawn from as it goes on."""
@@ -237,7 +264,10 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
         is put back as it was on entry (see :mod:`sklearn_svi._transaction`).
         """
         state = getattr(self, "_update_state", None)
-        return transaction(self, () if state is None else (state,))
+        parts = () if state is None else (state,)
+        if state is not None and not self._holds_natural():
+            parts = (*parts, self._stored_natural)
+        return transaction(self, parts)
 
     def _online_step(self, data, minibatch, n_total, X_val):
         """One SVI update from a minibatch of the training data ``data``.
@@ -260,10 +290,33 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
             minibatch.size,
             time.perf_counter() - started,
         )
-        state.window.push(statistic)
         self.n_batch_iter_ = step
         self.n_samples_seen_ += minibatch.size
+        if self._holds_natural():
+            rho = self._update_natural(statistic, n_total)
+        else:
+            # Plain SVI: the statistic is lambda^'s total, and the schedule
+            # reads nothing else.
+            rho = state.step_size(step, None, None)
+            self._move_scaled_natural(statistic, n_total, rho)
+        self._after_update(rho, statistic)
 
+        state.record_step_size(self.n_batch_iter_, rho)
+        score = None
+        if self.evaluate_every > 0 and self.n_batch_iter_ % self.evaluate_every == 0:
+            score = (
+                data.evaluation_score(minibatch)
+                if X_val is None
+                else self._evaluation_score(X_val)
+            )
+            self._record_evaluation(score)
+        return rho, score
+
+    def _update_natural(self, statistic, n_total):
+        """Push the statistic into the window and move lambda toward the
+        noisy optimum by the step size's rho; return rho."""
+        state = self._update_state
+        state.window.push(statistic)
         # lambda^ = eta + N S~_t (Mandt & Blei 2014, Alg. 1; Hoffman et al.
         # 2013, eq. 25 when L = 1), never formed as an array: the filters and
         # the update compute it on the fly.
@@ -279,18 +332,7 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
             # Negative weights can take lambda^ out of the feasible set;
             # without them every iterate stays in it, as in plain SVI.
             self.n_projected_ += self._project_natural()
-        self._after_update(rho, statistic)
-
-        state.record_step_size(self.n_batch_iter_, rho)
-        score = None
-        if self.evaluate_every > 0 and self.n_batch_iter_ % self.evaluate_every == 0:
-            score = (
-                data.evaluation_score(minibatch)
-                if X_val is None
-                else self._evaluation_score(X_val)
-            )
-            self._record_evaluation(score)
-        return rho, score
+        return rho
 
     def _move_natural(self, target, rho):
         """lambda = (1 - rho) lambda + rho lambda^, refused if not finite.
@@ -306,15 +348,7 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
         """
         state = self._update_state
         if self._may_scale_rows(target, rho):
-            scaled = state.scaled_rows
-            if scaled.scale * (1.0 - rho) < SMALLEST_SCALE:
-                self._settle_natural()
-            if scaled.scale == 1.0:
-                scaled.start(target.prior, self._row_totals())
-            row_sums = scaled.step(
-                self._stored_natural, target.total, target.scale, rho
-            )
-            self._natural_updated(row_sums)
+            self._move_scaled_natural(target.total, target.scale, rho)
             return
         self._settle_natural()
         updated = spare_like(self._natural, state.spare_natural)
@@ -338,6 +372,18 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
         state.spare_natural, self._natural = self._natural, updated
         self._natural_updated(row_sums)
 
+    def _move_scaled_natural(self, total, total_scale, rho):
+        """lambda = (1 - rho) lambda + rho (eta + ``total_scale`` ``total``)
+        with lambda kept scaled (``ScaledRows``): only the rows of ``total``
+        are written."""
+        scaled = self._update_state.scaled_rows
+        if scaled.scale * (1.0 - rho) < SMALLEST_SCALE:
+            self._settle_natural()
+        if scaled.scale == 1.0:
+            scaled.start(self._compiled_prior(), self._row_totals())
+        row_sums = scaled.step(self._stored_natural, total, total_scale, rho)
+        self._natural_updated(row_sums)
+
     def _may_scale_rows(self, target, rho):
         """Whether this update may write only the rows of its statistic."""
         return (
@@ -349,11 +395,17 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
 
     def _noisy_optimum(self, window, n_total):
         """lambda^ = eta + N / (statistics in ``window``) * ``window.sum``."""
-        stored = self._stored_natural
-        prior = _prior_of_entries(self._prior_natural(), stored.shape, stored.dtype)
         return NoisyOptimum(
-            window.sum, n_total / window.count, prior, window.negatively_weighted
+            window.sum,
+            n_total / window.count,
+            self._compiled_prior(),
+            window.negatively_weighted,
         )
+
+    def _compiled_prior(self):
+        """eta in the form the compiled passes read (``_prior_of_entries``)."""
+        stored = self._stored_natural
+        return _prior_of_entries(self._prior_natural(), stored.shape, stored.dtype)
 
     def _start_step_size(self, data, n_total):
         """Start the step size's noise estimates at the initial lambda.
@@ -533,20 +585,21 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
                 with self._transaction():
                     self._initialize_online(data.initial_rows(), n_samples, mechanisms)
             position = self._resumed_position(n_samples)
-            while position["pass_index"] < self.max_iter:
-                order, position = self._pass_order(position)
-                stopped = self._run_pass(
-                    data, n_samples, X_val, started, order=order, position=position
-                )
-                position = self._update_state.fit_position
-                if self.verbose:
-                    print(
-                        f"[{type(self).__name__}] pass {self.n_iter_} "
-                        f"of {self.max_iter}"
+            with data.holding_natural(self):
+                while position["pass_index"] < self.max_iter:
+                    order, position = self._pass_order(position)
+                    stopped = self._run_pass(
+                        data, n_samples, X_val, started, order=order, position=position
                     )
-                converged = self._fit_converged()
-                if converged or stopped:
-                    break
+                    position = self._update_state.fit_position
+                    if self.verbose:
+                        print(
+                            f"[{type(self).__name__}] pass {self.n_iter_} "
+                            f"of {self.max_iter}"
+                        )
+                    converged = self._fit_converged()
+                    if converged or stopped:
+                        break
         self._update_state.fit_position = None
         self._after_fit(converged, stopped)
         return self
@@ -594,7 +647,8 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
                     self._initialize_online(
                         data.initial_rows(), self.total_samples, mechanisms
                     )
-            self._run_pass(data, self.total_samples, X_val, started)
+            with data.holding_natural(self):
+                self._run_pass(data, self.total_samples, X_val, started)
         return self
 
     def _check_evaluation_data(self, X_val, dtype):

@@ -17,6 +17,7 @@ process: on an engine's collection the same NumPy code runs on each row
 block where it is.
 """
 
+import contextlib
 import functools
 from typing import Protocol
 
@@ -68,9 +69,15 @@ class RowSource(Protocol):
         """Start cutting and preparing the minibatch of the rows ``rows``
         (an array of indices or a slice)."""
 
+    def holding_natural(self, model):
+        """A context in which lambda may be held where the rows are; the
+        model's stored array is then their handle, and the statistics are
+        handed to it."""
+
     def statistic(self, minibatch, sample_weight=None, draw=0):
         """The minibatch statistic at the model's present state, a
-        ``SparseStatistic`` (``_local_statistic``)."""
+        ``SparseStatistic`` (``_local_statistic``), or, while the source
+        holds lambda, the handle of the pieces it handed to it."""
 
     def evaluation_score(self, minibatch):
         """The model's evaluation score of the minibatch."""
@@ -233,6 +240,10 @@ class InMemoryRows:
     def _minibatch(self, rows):
         X_batch = self.X[rows]
         return _Minibatch(X_batch, self.model._prepare_minibatch(X_batch))
+
+    def holding_natural(self, model):
+        """lambda stays in this process."""
+        return contextlib.nullcontext()
 
     def statistic(self, minibatch, sample_weight=None, draw=0):
         return self.model._local_statistic(minibatch.prepared, sample_weight, draw)

@@ -90,10 +90,12 @@ class ScaledRows:
 
         Parameters
         ----------
-        stored : ndarray of shape (n_params, n_components)
-            The stored array.
-        total : SparseStatistic
-            The window's total, on its rows.
+        stored : ndarray of shape (n_params, n_components) or RowShards
+            The stored array, or the handle of its blocks of rows on a
+            cluster's workers, which update their rows themselves.
+        total : SparseStatistic or HeldStatistic
+            The window's total, on its rows; with a handle, the statistic
+            whose pieces the handle's blocks hold.
         total_scale : float
             N / (number of statistics in the window).
         rho : float
@@ -110,20 +112,28 @@ class ScaledRows:
             If the new rows or sums are not finite; nothing changes then.
         """
         scale = self.scale * (1.0 - rho)
-        saved = np.empty_like(total.block)
-        added, finite = add_to_rows(
-            stored, total.rows, total.block, rho * total_scale / scale, saved
-        )
+        factor = rho * total_scale / scale
+        if isinstance(stored, np.ndarray):
+            saved = np.empty_like(total.block)
+            added, finite = add_to_rows(stored, total.rows, total.block, factor, saved)
+            change = (stored, total.rows, saved)
+        else:
+            added, finite = stored.step(total.draw, factor)
+            change = None
         excess_totals = self.excess_totals + added
         totals = self.prior_totals + scale * excess_totals
         if not (finite and np.all(np.isfinite(totals))):
-            stored[total.rows] = saved
+            if change is None:
+                stored.undo(total.draw)
+            else:
+                stored[total.rows] = saved
             raise FloatingPointError(
                 "The update from this minibatch would make the global "
                 f"parameters non-finite in {stored.dtype}: the data's values "
                 "are too large for the model's floating point type."
             )
-        self._undo.append((stored, total.rows, saved))
+        if change is not None:
+            self._undo.append(change)
         self.scale, self.excess_totals = scale, excess_totals
         return totals
 

@@ -18,6 +18,7 @@ import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.model_selection import GridSearchCV
 
+import sklearn_svi._online
 from sklearn_svi import (
     AnnealedLDA,
     Checkpoint,
@@ -28,6 +29,7 @@ from sklearn_svi import (
 )
 from sklearn_svi._cluster import ClusterRows
 from sklearn_svi._datasets import load_python_docstrings, make_lda_corpus
+from sklearn_svi._model_shards import ModelShard, RowShards
 from sklearn_svi._sources import InMemoryRows
 
 da = pytest.importorskip("dask.array")
@@ -723,3 +725,181 @@ def test_dask_ml_incremental_gives_partial_fit_over_the_blocks(
         alone.score(dense),
         rtol=1e-12,
     )
+
+
+# -- lambda held by the workers in blocks of rows ----------------------------------
+
+PARTITIONED = {"sklearn-svi.partition-model": True}
+
+CASES = [
+    {},
+    dict(learning_rate=0.3),
+    dict(local_step="vb"),
+    dict(seed_topics={0: [3, 7, 11]}),
+    dict(topic_word_prior=0.05, learning_offset=1.0, learning_decay=0.9),
+]
+
+
+@pytest.mark.parametrize("settings", CASES)
+def test_lambda_held_by_the_workers_gives_the_fit_of_one_machine(
+    client, documents, settings
+):
+    """The same updates: each block of rows adds the parts' pieces of the
+    statistic and moves by the same compiled pass as lambda in memory."""
+    alone = lda(SmoothedLDA, settings).fit(documents)
+    with dask.config.set(PARTITIONED):
+        held = lda(SmoothedLDA, settings).fit(row_blocks(documents, 400))
+    assert isinstance(held._stored_natural, np.ndarray)
+    assert held.n_batch_iter_ == alone.n_batch_iter_
+    assert held._update_state.scaled_rows.scale < 1.0
+    assert_allclose(
+        held._update_state.scaled_rows.scale,
+        alone._update_state.scaled_rows.scale,
+        rtol=1e-14,
+    )
+    assert_allclose(held.components_, alone.components_, rtol=1e-10)
+    assert_allclose(held._topic_totals, alone._topic_totals, rtol=1e-10)
+    assert_allclose(
+        held.step_size_history_["step_size"],
+        alone.step_size_history_["step_size"],
+        rtol=1e-14,
+    )
+
+
+def test_blocks_write_lambda_out_as_one_machine_does(client, documents, monkeypatch):
+    """With a scale that falls below the threshold every few updates, the
+    blocks write lambda out (settle) where one machine does."""
+    monkeypatch.setattr(sklearn_svi._online, "SMALLEST_SCALE", 0.2)
+    alone = lda(SmoothedLDA, {}).fit(documents)
+    with dask.config.set(PARTITIONED):
+        held = lda(SmoothedLDA, {}).fit(row_blocks(documents, 400))
+    assert_allclose(held.components_, alone.components_, rtol=1e-10)
+
+
+def test_partial_fit_with_held_lambda_continues_as_in_memory(client, documents):
+    alone = lda(SmoothedLDA, {}, total_samples=1500)
+    held = lda(SmoothedLDA, {}, total_samples=1500)
+    for start in (0, 700):
+        alone.partial_fit(documents[start : start + 700])
+        with dask.config.set(PARTITIONED):
+            held.partial_fit(row_blocks(documents[start : start + 700], 300))
+        assert_allclose(held.components_, alone.components_, rtol=1e-10)
+
+
+def test_float32_lambda_stays_float32_on_the_workers(client, documents):
+    X = documents.astype(np.float32)
+    alone = lda(SmoothedLDA, {}).fit(X)
+    with dask.config.set(PARTITIONED):
+        held = lda(SmoothedLDA, {}).fit(row_blocks(X, 400))
+    assert held.components_.dtype == np.float32
+    assert_allclose(held.components_, alone.components_, rtol=2e-5)
+
+
+@pytest.mark.parametrize(
+    "estimator, settings, named",
+    [
+        (FilteredLDA, {}, "learning_rate='gaussian'"),
+        (SmoothedLDA, dict(L=3), "L=3"),
+        (AnnealedLDA, {}, "annealing weights"),
+        (SmoothedLDA, dict(doc_topic_prior="auto"), "learned priors"),
+        (SmoothedLDA, dict(learning_rate=1.0), "learning_rate=1.0"),
+    ],
+)
+def test_an_update_that_needs_all_of_lambda_is_refused_before_it_starts(
+    client, documents, estimator, settings, named
+):
+    model = lda(estimator, settings).fit(documents[:600])
+    before = model.components_.copy()
+    with dask.config.set(PARTITIONED), pytest.raises(ValueError, match=named):
+        model.partial_fit(row_blocks(documents, 400))
+    assert_array_equal(model.components_, before)
+    assert model.n_batch_iter_ == 10
+
+
+def test_a_non_finite_update_is_undone_on_every_block(client, documents):
+    """A corpus size beyond float32's range overflows the blocks' rows: the
+    update is refused, and every block puts its rows back."""
+    X = documents.astype(np.float32)
+    with dask.config.set(PARTITIONED):
+        model = lda(SmoothedLDA, {}, total_samples=1500).partial_fit(
+            row_blocks(X[:600], 300)
+        )
+        before = model.components_.copy()
+        scale = model._update_state.scaled_rows.scale
+        model.set_params(total_samples=10**40)
+        with pytest.raises(ValueError, match="non-finite in float32"):
+            model.partial_fit(row_blocks(X[600:728], 64))
+    assert_array_equal(model.components_, before)
+    assert model._update_state.scaled_rows.scale == scale
+    assert model.n_batch_iter_ == 5
+
+
+def test_a_held_fit_continues_from_its_checkpoint(client, documents, tmp_path):
+    """A checkpoint writes the blocks' lambda into the saved model; the
+    continued fit equals the uninterrupted one."""
+    from test_contract import Stop, StopAfter
+
+    blocks = row_blocks(documents, 500)
+    path = tmp_path / "model.joblib"
+    with dask.config.set(PARTITIONED):
+        uninterrupted = lda(SmoothedLDA, {}).fit(blocks)
+        stopping = StopAfter(17, Checkpoint(path, every=5))
+        with pytest.raises(Stop):
+            lda(SmoothedLDA, {}, callback=stopping).fit(blocks)
+        resumed = joblib.load(path)
+        assert isinstance(resumed._stored_natural, np.ndarray)
+        assert resumed.n_batch_iter_ == 15
+        resumed.set_params(warm_start=True).fit(blocks)
+    assert resumed.n_batch_iter_ == uninterrupted.n_batch_iter_
+    assert_array_equal(resumed.components_, uninterrupted.components_)
+
+
+def test_a_shard_adds_its_pieces_in_the_order_of_the_parts():
+    stored = np.arange(12.0).reshape(6, 2)
+    shard = ModelShard(stored.copy(), np.full((6, 1), 0.5), start=10)
+    shard.receive(1, 1, np.array([11, 14]), np.array([[1.0, 1.0], [2.0, 2.0]]))
+    shard.receive(1, 0, np.array([14]), np.array([[4.0, 8.0]]))
+    added, finite = shard.step(1, 0.5)
+    assert finite
+    expected = stored.copy()
+    expected[1] += 0.5
+    expected[4] += [3.0, 5.0]
+    assert_array_equal(shard.array(), expected)
+    assert_array_equal(added, [3.5, 5.5])
+    # Row 14 is now [11, 14]: eta + c (stored - eta) at c = 0.5, eta = 0.5.
+    assert_array_equal(shard.rows_of(np.array([14]), 0.5), [[5.75, 7.25]])
+    shard.undo(1)
+    assert_array_equal(shard.array(), stored)
+
+
+class ShardKillingLDA(SmoothedLDA):
+    """SmoothedLDA whose local step kills its worker in update ``kill_at``."""
+
+    def __init__(self, kill_at=0, n_components=5, batch_size=128, random_state=0):
+        super().__init__(
+            n_components=n_components,
+            batch_size=batch_size,
+            max_iter=2,
+            random_state=random_state,
+        )
+        self.kill_at = kill_at
+
+    def _local_statistic(self, documents, sample_weight=None, draw=0, n_batch=None):
+        if draw == self.kill_at:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super()._local_statistic(documents, sample_weight, draw, n_batch)
+
+
+def test_a_worker_lost_with_a_block_of_lambda_ends_the_fit_clearly(client, documents):
+    with dask.config.set(PARTITIONED):
+        model = ShardKillingLDA(kill_at=4)
+        with pytest.raises(RuntimeError, match="no longer fitted.*Checkpoint"):
+            model.fit(row_blocks(documents, 400))
+    assert not hasattr(model, "_stored_natural")
+    client.wait_for_workers(2, timeout=WORKER_RESTART_SECONDS)
+
+
+def test_the_handle_sent_to_a_worker_leaves_the_actors_futures_behind():
+    handle = RowShards([], np.array([0, 4]), 2, np.float64, futures=["future"])
+    assert handle.__getstate__()["futures"] == []
+    assert handle.shape == (4, 2)

@@ -166,6 +166,9 @@ class _OnlineLDA(
         """The starting value of a prior parameter: 1 / K for None or "auto"."""
         return 1.0 / self.n_components if prior in (None, "auto") else float(prior)
 
+    def _learns_priors(self):
+        return self.doc_topic_prior == "auto" or self._learns_topic_word_prior()
+
     def _learns_topic_word_prior(self):
         """Whether eta (its symmetric part, with seeds) is learned."""
         return isinstance(self.topic_word_prior, str)

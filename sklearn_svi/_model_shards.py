@@ -1,0 +1,346 @@
+"""lambda partitioned by rows over the workers of a Dask cluster.
+
+With Dask's configuration ``"sklearn-svi.partition-model"`` set, a fit of
+plain SVI on a cluster keeps the stored array of lambda (lambda =
+eta + c (stored - eta), :class:`~sklearn_svi._update_state.ScaledRows`) in
+one block of rows per worker, each held by a Dask actor, a
+:class:`ModelShard`. An update then moves no part of lambda through the
+client:
+
+1. each part of the minibatch (one per worker, :mod:`sklearn_svi._cluster`)
+   asks the shards for the rows that its local step reads, straight from
+   worker to worker, computes its statistic, and hands each shard the rows
+   of the statistic that it holds;
+2. the client computes rho and sends each shard the factor of the scaled
+   update, rho N / c_t; each shard adds its pieces in the order of the
+   parts, applies the update to its rows with the compiled pass of one
+   machine, and returns the sums over its rows of what it added.
+
+The client keeps the scale c, the sums of lambda over the rows (the
+topics' totals) and the schedule: per update it sends and receives a few
+bytes per worker and per component, none per row. Each shard keeps what the
+update changed until the next one, so that a failed update is undone on
+every shard. The model's own copy of lambda is written back when the fit
+ends or stops, and whenever the model is pickled (a ``Checkpoint``).
+"""
+
+import contextlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._update_fast import add_to_rows, scaled_rows_of
+
+# The key of Dask's configuration that partitions lambda over the workers.
+PARTITION_KEY = "sklearn-svi.partition-model"
+
+
+def partitions_model():
+    """Whether Dask's configuration asks for lambda partitioned by rows."""
+    import dask
+
+    return bool(dask.config.get(PARTITION_KEY, False))
+
+
+@dataclass(frozen=True)
+class HeldStatistic:
+    """A minibatch statistic whose pieces the shards hold.
+
+    Parameters
+    ----------
+    draw : int
+        The update's number: the shards keep the pieces by it.
+    """
+
+    draw: int
+    sample_mean = None
+    negatively_weighted = False
+    nbytes = 0
+
+
+def check_partitionable(model):
+    """Refuse a fit whose update needs more of lambda than a shard holds,
+    before anything changes.
+
+    The workers hold lambda for plain SVI of a model whose rows move by
+    scaling: a window of one statistic, the Robbins-Monro schedule or a
+    constant step below one, no annealing and no learned prior.
+
+    Raises
+    ------
+    ValueError
+        Naming what the model's parameters ask for instead.
+    """
+    settings = model._mechanism_settings()
+    learning_rate = settings.learning_rate
+    reasons = []
+    if not model._scales_rows:
+        reasons.append(f"{type(model).__name__} does not keep lambda scaled")
+    if settings.window_length != 1:
+        reasons.append(f"a window of L={settings.window_length} statistics")
+    if settings.effective_batch_size is not None:
+        reasons.append("annealing weights")
+    if isinstance(learning_rate, str) and learning_rate != "robbins-monro":
+        reasons.append(f"learning_rate={learning_rate!r}")
+    elif not isinstance(learning_rate, str) and learning_rate >= 1.0:
+        reasons.append(f"learning_rate={learning_rate!r}")
+    if model._learns_priors():
+        reasons.append("learned priors")
+    if reasons:
+        raise ValueError(
+            f"Dask's configuration {PARTITION_KEY!r} partitions lambda over "
+            "the workers for plain SVI of LDA (L=1, the Robbins-Monro schedule "
+            "or a constant step below one, no annealing, fixed priors); this "
+            "fit has "
+            + ", ".join(reasons)
+            + f". Fit it with {PARTITION_KEY!r} set to False."
+        )
+
+
+def _added_pieces(pieces, n_components, dtype):
+    """The sum of pieces (rows, block), added in the order given, on the
+    union of their rows."""
+    if not pieces:
+        return np.empty(0, dtype=np.intp), np.empty((0, n_components), dtype=dtype)
+    rows = np.unique(np.concatenate([piece_rows for piece_rows, _ in pieces]))
+    block = np.zeros((len(rows), n_components), dtype=dtype)
+    for piece_rows, piece_block in pieces:
+        block[np.searchsorted(rows, piece_rows)] += piece_block
+    return rows, block
+
+
+class ModelShard:
+    """Rows ``start`` to ``start + len(stored)`` of lambda's stored array,
+    held by one worker (a Dask actor).
+
+    Parameters
+    ----------
+    stored : ndarray of shape (n_rows, n_components)
+        The stored array's rows.
+    prior : ndarray of shape (n_rows, 1) or (n_rows, n_components)
+        eta on those rows, in the form the compiled passes read.
+    start : int
+        The first row's index in lambda.
+    """
+
+    def __init__(self, stored, prior, start):
+        self.stored = np.ascontiguousarray(stored)
+        self.prior = prior
+        self.start = start
+        self._draw = None
+        self._pieces = {}
+        # The rows an update changed, as they were, newest last.
+        self._changes = []
+
+    def rows_of(self, rows, scale):
+        """lambda on ``rows`` (indices in lambda): eta + c (stored - eta)."""
+        out = np.empty((len(rows), self.stored.shape[1]), dtype=self.stored.dtype)
+        local_rows = np.ascontiguousarray(rows - self.start, dtype=np.intp)
+        scaled_rows_of(self.stored, local_rows, self.prior, scale, out)
+        return out
+
+    def receive(self, draw, index, rows, block):
+        """Keep the piece of part ``index`` of update ``draw``'s statistic."""
+        self._begin(draw)
+        self._pieces[index] = (rows - self.start, block)
+
+    def step(self, draw, factor):
+        """stored[rows] += factor (the pieces' sum) on the rows of update
+        ``draw``'s pieces; the sums over the rows of what was added, and
+        whether the new rows are finite."""
+        self._begin(draw)
+        pieces = [self._pieces[index] for index in sorted(self._pieces)]
+        rows, block = _added_pieces(pieces, self.stored.shape[1], self.stored.dtype)
+        saved = np.empty_like(block)
+        added, finite = add_to_rows(self.stored, rows, block, factor, saved)
+        self._changes.append((rows, saved))
+        self._pieces = {}
+        return added, finite
+
+    def settle(self, draw, scale):
+        """Write out lambda: stored <- eta + c (stored - eta)."""
+        self._begin(draw)
+        rows = np.arange(self.start, self.start + len(self.stored))
+        self._changes.append((slice(None), self.stored))
+        self.stored = self.rows_of(rows, scale)
+
+    def totals(self):
+        """The sums of the stored rows, in float64."""
+        return self.stored.sum(axis=0, dtype=np.float64)
+
+    def undo(self, draw):
+        """Put back what update ``draw`` changed."""
+        if draw != self._draw:
+            return
+        for rows, saved in reversed(self._changes):
+            if isinstance(rows, slice):
+                self.stored = saved
+            else:
+                self.stored[rows] = saved
+        self._changes = []
+        self._pieces = {}
+
+    def array(self):
+        """The stored rows."""
+        return self.stored
+
+    def _begin(self, draw):
+        """Forget what an earlier update changed once update ``draw`` starts."""
+        if draw != self._draw:
+            self._draw = draw
+            self._pieces = {}
+            self._changes = []
+
+
+class RowShards:
+    """The client's handle of lambda's stored array, held by row blocks on
+    the workers.
+
+    It stands where the model keeps its stored array during a fit, with
+    its ``shape``, ``dtype`` and length; ``np.asarray`` gathers it.
+
+    Parameters
+    ----------
+    actors : list of distributed.Actor
+        The :class:`ModelShard` of each block, in the order of the rows.
+    bounds : ndarray of shape (n_shards + 1,)
+        The first row of each block, and the number of rows.
+    n_components : int
+        Number of columns.
+    dtype : dtype
+        Floating point type.
+    futures : list of Future
+        The actors' futures, which keep them alive; the handle sent to a
+        worker leaves them behind.
+    """
+
+    def __init__(self, actors, bounds, n_components, dtype, futures=()):
+        self.actors = actors
+        self.bounds = bounds
+        self.shape = (int(bounds[-1]), n_components)
+        self.dtype = np.dtype(dtype)
+        self.futures = list(futures)
+        self._draws = []
+
+    @classmethod
+    def scattered(cls, client, stored, prior, workers):
+        """Cut ``stored`` (with its ``prior`` of the compiled passes) into
+        one block of rows per worker, each held by a :class:`ModelShard`."""
+        bounds = np.linspace(0, len(stored), len(workers) + 1).astype(np.intp)
+        futures = [
+            client.submit(
+                ModelShard,
+                stored[start:stop],
+                np.ascontiguousarray(prior[start:stop]),
+                int(start),
+                actor=True,
+                workers=[worker],
+            )
+            for worker, start, stop in zip(workers, bounds[:-1], bounds[1:])
+        ]
+        actors = [future.result() for future in futures]
+        return cls(actors, bounds, stored.shape[1], stored.dtype, futures)
+
+    def lost(self):
+        """Whether a worker that held a block was lost, and the block with it."""
+        return any(future.status != "finished" for future in self.futures)
+
+    def __len__(self):
+        return self.shape[0]
+
+    def __getstate__(self):
+        return {**vars(self), "futures": [], "_draws": []}
+
+    def __array__(self, dtype=None, copy=None):
+        stored = np.concatenate(_results([actor.array() for actor in self.actors]))
+        return stored if dtype is None else stored.astype(dtype, copy=False)
+
+    def _holders(self, rows):
+        """The shards that hold some of the sorted ``rows``, with theirs."""
+        cuts = np.searchsorted(rows, self.bounds)
+        return [
+            (actor, rows[first:last])
+            for actor, first, last in zip(self.actors, cuts[:-1], cuts[1:])
+            if last > first
+        ]
+
+    def rows_of(self, rows, scale):
+        """lambda on the sorted ``rows``, read from the shards that hold them."""
+        holders = self._holders(rows)
+        blocks = _results([actor.rows_of(part, scale) for actor, part in holders])
+        if not blocks:
+            return np.empty((0, self.shape[1]), dtype=self.dtype)
+        return np.concatenate(blocks)
+
+    def receive(self, draw, index, statistic):
+        """Hand each shard its rows of part ``index``'s statistic."""
+        cuts = np.searchsorted(statistic.rows, self.bounds)
+        _results(
+            [
+                actor.receive(
+                    draw,
+                    index,
+                    statistic.rows[first:last],
+                    statistic.block[first:last],
+                )
+                for actor, first, last in zip(self.actors, cuts[:-1], cuts[1:])
+                if last > first
+            ]
+        )
+
+    def step(self, draw, factor):
+        """Apply update ``draw`` on every shard: the sums over all rows of
+        what was added, in float64, and whether every new row is finite."""
+        self._draws.append(draw)
+        results = _results([actor.step(draw, factor) for actor in self.actors])
+        added = np.zeros(self.shape[1])
+        for shard_added, _ in results:
+            added += shard_added
+        return added, all(finite for _, finite in results)
+
+    def settle(self, draw, scale):
+        """Write out lambda on every shard."""
+        self._draws.append(draw)
+        _results([actor.settle(draw, scale) for actor in self.actors])
+
+    def totals(self):
+        """The sums of the stored array over its rows, in float64."""
+        totals = np.zeros(self.shape[1])
+        for shard_totals in _results([actor.totals() for actor in self.actors]):
+            totals += shard_totals
+        return totals
+
+    def undo(self, draw):
+        """Put back on every shard what update ``draw`` changed."""
+        _results([actor.undo(draw) for actor in self.actors])
+
+    # -- one part of a transaction ------------------------------------------------
+
+    def begin(self):
+        """Start recording the updates applied, for :meth:`rollback`."""
+        self._draws = []
+
+    def commit(self):
+        """Keep the updates applied since :meth:`begin`."""
+        self._draws = []
+
+    def rollback(self):
+        """Undo on every shard the updates applied since :meth:`begin`.
+
+        A shard lost with its worker cannot be undone, and the fit cannot
+        go on: the error that stopped the update is the one raised.
+        """
+        draws, self._draws = self._draws, []
+        for draw in sorted(set(draws), reverse=True):
+            with contextlib.suppress(Exception):
+                self.undo(draw)
+
+    def release(self):
+        """Let the actors go."""
+        for future in self.futures:
+            future.release()
+        self.futures = []
+
+
+def _results(actor_futures):
+    return [future.result() for future in actor_futures]
