@@ -8,7 +8,6 @@ nothing unless a model overrides them. (Its mechanisms come from its
 parameters, :mod:`sklearn_svi._parameters`.)
 """
 
-import copy
 from abc import ABCMeta, abstractmethod
 
 import numpy as np
@@ -104,7 +103,9 @@ class OnlineModel(metaclass=ABCMeta):
         keeps their indices in ``_natural_rows``. This is what travels to a
         worker of a cluster.
         """
-        local = copy.copy(self)
+        # A new instance of the class with a copy of the attributes: a copy
+        # by the pickling protocol would write out lambda held elsewhere.
+        local = type(self).__new__(type(self))
         local.__dict__ = dict(self.__dict__)
         del local.__dict__["_update_state"]
         if rows is None:
