@@ -50,6 +50,7 @@ from sklearn.base import clone
 from ._mechanisms import SparseStatistic
 from ._model_shards import (
     HeldStatistic,
+    HeldWindow,
     RowShards,
     check_partitionable,
     partitions_model,
@@ -544,19 +545,26 @@ class ClusterRows:
         if not partitions_model():
             yield
             return
+        state = model._update_state
         self.shards = RowShards.scattered(
             self.client,
             model._stored_natural,
             model._compiled_prior(),
+            state.window,
             sorted(self.client.nthreads()),
         )
         model.__dict__["_natural"] = self.shards
+        state.window = HeldWindow(
+            state.window.length,
+            [statistic.negatively_weighted for statistic in state.window.queue],
+            self.shards,
+        )
         try:
             yield
         finally:
             shards, self.shards = self.shards, None
             try:
-                model.__dict__["_natural"] = np.asarray(shards)
+                model.__dict__["_natural"], state.window = shards.contents()
             except Exception as error:
                 del model.__dict__["_natural"]
                 raise RuntimeError(

@@ -29,7 +29,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._update_fast import add_to_rows, scaled_rows_of
+from ._mechanisms import SmoothingWindow, SparseStatistic
+from ._threads import sum_rows
+from ._update_fast import add_to_rows, scaled_rows_of, step_toward_target
+from ._update_state import raise_to_floor
 
 # The key of Dask's configuration that partitions lambda over the workers.
 PARTITION_KEY = "sklearn-svi.partition-model"
@@ -44,27 +47,39 @@ def partitions_model():
 
 @dataclass(frozen=True)
 class HeldStatistic:
-    """A minibatch statistic whose pieces the shards hold.
+    """A minibatch statistic, or a window's total, whose pieces the shards
+    hold.
 
     Parameters
     ----------
     draw : int
         The update's number: the shards keep the pieces by it.
+    negatively_weighted : bool, default=False
+        Whether a sample had a negative annealing weight.
+    lists_every_row : bool, default=False
+        Whether the total lists every row (the running sum of a window of
+        L > 1).
     """
 
     draw: int
+    negatively_weighted: bool = False
+    lists_every_row: bool = False
     sample_mean = None
-    negatively_weighted = False
     nbytes = 0
+
+    def lists_all(self, n_rows):
+        """Whether it lists all ``n_rows`` rows of lambda."""
+        return self.lists_every_row
 
 
 def check_partitionable(model):
-    """Refuse a fit whose update needs more of lambda than a shard holds,
+    """Refuse a fit whose update needs more of lambda than a block holds,
     before anything changes.
 
-    The workers hold lambda for plain SVI of a model whose rows move by
-    scaling: a window of one statistic, the Robbins-Monro schedule or a
-    constant step below one, no annealing and no learned prior.
+    The workers hold lambda and the smoothing window for a model that keeps
+    lambda scaled (LDA), with a schedule for the step size (Robbins-Monro
+    or a constant) and fixed priors; any window length L and annealing
+    compose with it.
 
     Raises
     ------
@@ -76,21 +91,15 @@ def check_partitionable(model):
     reasons = []
     if not model._scales_rows:
         reasons.append(f"{type(model).__name__} does not keep lambda scaled")
-    if settings.window_length != 1:
-        reasons.append(f"a window of L={settings.window_length} statistics")
-    if settings.effective_batch_size is not None:
-        reasons.append("annealing weights")
     if isinstance(learning_rate, str) and learning_rate != "robbins-monro":
-        reasons.append(f"learning_rate={learning_rate!r}")
-    elif not isinstance(learning_rate, str) and learning_rate >= 1.0:
         reasons.append(f"learning_rate={learning_rate!r}")
     if model._learns_priors():
         reasons.append("learned priors")
     if reasons:
         raise ValueError(
             f"Dask's configuration {PARTITION_KEY!r} partitions lambda over "
-            "the workers for plain SVI of LDA (L=1, the Robbins-Monro schedule "
-            "or a constant step below one, no annealing, fixed priors); this "
+            "the workers for LDA with a schedule for the step size (the "
+            "Robbins-Monro schedule or a constant) and fixed priors; this "
             "fit has "
             + ", ".join(reasons)
             + f". Fit it with {PARTITION_KEY!r} set to False."
@@ -110,8 +119,8 @@ def _added_pieces(pieces, n_components, dtype):
 
 
 class ModelShard:
-    """Rows ``start`` to ``start + len(stored)`` of lambda's stored array,
-    held by one worker (a Dask actor).
+    """Rows ``start`` to ``start + len(stored)`` of lambda's stored array and
+    of the smoothing window, held by one worker (a Dask actor).
 
     Parameters
     ----------
@@ -121,15 +130,20 @@ class ModelShard:
         eta on those rows, in the form the compiled passes read.
     start : int
         The first row's index in lambda.
+    window : SmoothingWindow
+        The window of the last L statistics on these rows (their indices
+        counted from ``start``).
     """
 
-    def __init__(self, stored, prior, start):
+    def __init__(self, stored, prior, start, window):
         self.stored = np.ascontiguousarray(stored)
         self.prior = prior
         self.start = start
+        self.window = window
         self._draw = None
         self._pieces = {}
-        # The rows an update changed, as they were, newest last.
+        # What an update changed, as it was, newest last: rows of the
+        # stored array, or the whole array it replaced.
         self._changes = []
 
     def rows_of(self, rows, scale):
@@ -144,18 +158,55 @@ class ModelShard:
         self._begin(draw)
         self._pieces[index] = (rows - self.start, block)
 
-    def step(self, draw, factor):
-        """stored[rows] += factor (the pieces' sum) on the rows of update
-        ``draw``'s pieces; the sums over the rows of what was added, and
-        whether the new rows are finite."""
+    def push(self, draw, negatively_weighted):
+        """Push update ``draw``'s statistic on these rows, its pieces added
+        in the order of the parts, into the window."""
         self._begin(draw)
         pieces = [self._pieces[index] for index in sorted(self._pieces)]
         rows, block = _added_pieces(pieces, self.stored.shape[1], self.stored.dtype)
-        saved = np.empty_like(block)
-        added, finite = add_to_rows(self.stored, rows, block, factor, saved)
-        self._changes.append((rows, saved))
+        self.window.push(SparseStatistic(rows, block, None, negatively_weighted))
         self._pieces = {}
+
+    def step(self, draw, factor):
+        """stored[rows] += factor (the window's total) on the total's rows:
+        the sums over the rows of what was added, and whether the new rows
+        are finite (:meth:`ScaledRows.step`)."""
+        self._begin(draw)
+        total = self.window.sum
+        saved = np.empty_like(total.block)
+        added, finite = add_to_rows(self.stored, total.rows, total.block, factor, saved)
+        self._changes.append((total.rows, saved))
         return added, finite
+
+    def step_all(self, draw, total_scale, rho):
+        """stored <- (1 - rho) stored + rho (eta + ``total_scale`` total) on
+        every row, the unscaled update; the sums of the new rows, in
+        float64."""
+        self._begin(draw)
+        total = self.window.sum
+        updated = np.empty_like(self.stored)
+        row_sums = sum_rows(
+            lambda span: step_toward_target(
+                self.stored,
+                updated,
+                *total.restricted_to(span),
+                total_scale,
+                self.prior,
+                rho,
+                span.start,
+                span.stop,
+            ),
+            len(self.stored),
+        )
+        self._changes.append((slice(None), self.stored))
+        self.stored = updated
+        return row_sums
+
+    def project(self, draw):
+        """Raise every entry below eta to eta; the number raised."""
+        self._begin(draw)
+        self._changes.append((slice(None), self.stored.copy()))
+        return raise_to_floor(self.stored, self.prior, slice(None))
 
     def settle(self, draw, scale):
         """Write out lambda: stored <- eta + c (stored - eta)."""
@@ -177,24 +228,27 @@ class ModelShard:
                 self.stored = saved
             else:
                 self.stored[rows] = saved
+        self.window.rollback()
         self._changes = []
         self._pieces = {}
 
-    def array(self):
-        """The stored rows."""
-        return self.stored
+    def contents(self):
+        """The stored rows and the window."""
+        return self.stored, self.window
 
     def _begin(self, draw):
-        """Forget what an earlier update changed once update ``draw`` starts."""
+        """Keep what earlier updates changed once update ``draw`` starts."""
         if draw != self._draw:
+            self.window.commit()
+            self.window.begin()
             self._draw = draw
             self._pieces = {}
             self._changes = []
 
 
 class RowShards:
-    """The client's handle of lambda's stored array, held by row blocks on
-    the workers.
+    """The client's handle of lambda's stored array and of the smoothing
+    window, held by blocks of rows on the workers.
 
     It stands where the model keeps its stored array during a fit, with
     its ``shape``, ``dtype`` and length; ``np.asarray`` gathers it.
@@ -223,9 +277,10 @@ class RowShards:
         self._draws = []
 
     @classmethod
-    def scattered(cls, client, stored, prior, workers):
-        """Cut ``stored`` (with its ``prior`` of the compiled passes) into
-        one block of rows per worker, each held by a :class:`ModelShard`."""
+    def scattered(cls, client, stored, prior, window, workers):
+        """Cut ``stored`` (with its ``prior`` of the compiled passes) and
+        the smoothing ``window`` into one block of rows per worker, each
+        held by a :class:`ModelShard`."""
         bounds = np.linspace(0, len(stored), len(workers) + 1).astype(np.intp)
         futures = [
             client.submit(
@@ -233,6 +288,7 @@ class RowShards:
                 stored[start:stop],
                 np.ascontiguousarray(prior[start:stop]),
                 int(start),
+                window.rows_between(start, stop, stored.shape[1]),
                 actor=True,
                 workers=[worker],
             )
@@ -252,8 +308,17 @@ class RowShards:
         return {**vars(self), "futures": [], "_draws": []}
 
     def __array__(self, dtype=None, copy=None):
-        stored = np.concatenate(_results([actor.array() for actor in self.actors]))
+        stored, _ = self.contents()
         return stored if dtype is None else stored.astype(dtype, copy=False)
+
+    def contents(self):
+        """The stored array and the smoothing window, gathered."""
+        parts = _results([actor.contents() for actor in self.actors])
+        stored = np.concatenate([part_stored for part_stored, _ in parts])
+        window = SmoothingWindow.stacked(
+            [part_window for _, part_window in parts], self.bounds[:-1]
+        )
+        return stored, window
 
     def _holders(self, rows):
         """The shards that hold some of the sorted ``rows``, with theirs."""
@@ -288,20 +353,43 @@ class RowShards:
             ]
         )
 
-    def step(self, draw, factor):
-        """Apply update ``draw`` on every shard: the sums over all rows of
-        what was added, in float64, and whether every new row is finite."""
+    def _on_every_shard(self, draw, method, *arguments):
+        """``method(draw, *arguments)`` on every shard, recorded for
+        :meth:`rollback`; the results in the order of the rows."""
         self._draws.append(draw)
-        results = _results([actor.step(draw, factor) for actor in self.actors])
+        return _results(
+            [getattr(actor, method)(draw, *arguments) for actor in self.actors]
+        )
+
+    def push(self, draw, negatively_weighted):
+        """Push update ``draw``'s statistic into every shard's window."""
+        self._on_every_shard(draw, "push", negatively_weighted)
+
+    def step(self, draw, factor):
+        """The scaled update on every shard (:meth:`ModelShard.step`): the
+        sums over all rows of what was added, in float64, and whether every
+        new row is finite."""
+        results = self._on_every_shard(draw, "step", factor)
         added = np.zeros(self.shape[1])
         for shard_added, _ in results:
             added += shard_added
         return added, all(finite for _, finite in results)
 
+    def step_all(self, draw, total_scale, rho):
+        """The unscaled update on every shard (:meth:`ModelShard.step_all`):
+        the sums of the new lambda over the rows, in float64."""
+        row_sums = np.zeros(self.shape[1])
+        for shard_sums in self._on_every_shard(draw, "step_all", total_scale, rho):
+            row_sums += shard_sums
+        return row_sums
+
+    def project(self, draw):
+        """Raise every entry of lambda below eta to eta; the number raised."""
+        return sum(self._on_every_shard(draw, "project"))
+
     def settle(self, draw, scale):
         """Write out lambda on every shard."""
-        self._draws.append(draw)
-        _results([actor.settle(draw, scale) for actor in self.actors])
+        self._on_every_shard(draw, "settle", scale)
 
     def totals(self):
         """The sums of the stored array over its rows, in float64."""
@@ -309,10 +397,6 @@ class RowShards:
         for shard_totals in _results([actor.totals() for actor in self.actors]):
             totals += shard_totals
         return totals
-
-    def undo(self, draw):
-        """Put back on every shard what update ``draw`` changed."""
-        _results([actor.undo(draw) for actor in self.actors])
 
     # -- one part of a transaction ------------------------------------------------
 
@@ -333,13 +417,77 @@ class RowShards:
         draws, self._draws = self._draws, []
         for draw in sorted(set(draws), reverse=True):
             with contextlib.suppress(Exception):
-                self.undo(draw)
+                _results([actor.undo(draw) for actor in self.actors])
 
     def release(self):
         """Let the actors go."""
         for future in self.futures:
             future.release()
         self.futures = []
+
+
+class HeldWindow:
+    """The client's side of a smoothing window whose statistics the shards
+    hold: how many there are and which had negative weights.
+
+    It stands in the update's state during a fit whose lambda the workers
+    hold; pickled, it is the whole window, gathered.
+
+    Parameters
+    ----------
+    length : int
+        L.
+    flags : tuple of bool
+        Whether each queued statistic had a negative annealing weight,
+        oldest first.
+    shards : RowShards
+        The blocks that hold the statistics.
+    """
+
+    def __init__(self, length, flags, shards):
+        self.length = length
+        self.flags = tuple(flags)
+        self.shards = shards
+        self.draw = None
+        self._saved = (self.flags, self.draw)
+
+    @property
+    def count(self):
+        return len(self.flags)
+
+    @property
+    def negatively_weighted(self):
+        return any(self.flags)
+
+    @property
+    def sum(self):
+        """The handle of the window's total, which the shards hold."""
+        return HeldStatistic(self.draw, lists_every_row=self.length > 1)
+
+    def push(self, statistic):
+        """Push the statistic held by the shards into their windows."""
+        self.shards.push(statistic.draw, statistic.negatively_weighted)
+        self.flags = (*self.flags, statistic.negatively_weighted)[-self.length :]
+        self.draw = statistic.draw
+
+    def begin(self):
+        self._saved = (self.flags, self.draw)
+
+    def commit(self):
+        self._saved = (self.flags, self.draw)
+
+    def rollback(self):
+        # The shards' windows are undone with their rows of lambda.
+        self.flags, self.draw = self._saved
+
+    def __reduce__(self):
+        _, window = self.shards.contents()
+        return _unchanged, (window,)
+
+
+def _unchanged(value):
+    """``value`` itself: what a pickled ``HeldWindow`` loads as."""
+    return value
 
 
 def _results(actor_futures):

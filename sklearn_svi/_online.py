@@ -292,13 +292,7 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
         )
         self.n_batch_iter_ = step
         self.n_samples_seen_ += minibatch.size
-        if self._holds_natural():
-            rho = self._update_natural(statistic, n_total)
-        else:
-            # Plain SVI: the statistic is lambda^'s total, and the schedule
-            # reads nothing else.
-            rho = state.step_size(step, None, None)
-            self._move_scaled_natural(statistic, n_total, rho)
+        rho = self._update_natural(statistic, n_total)
         self._after_update(rho, statistic)
 
         state.record_step_size(self.n_batch_iter_, rho)
@@ -331,8 +325,20 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
         if state.window.negatively_weighted:
             # Negative weights can take lambda^ out of the feasible set;
             # without them every iterate stays in it, as in plain SVI.
-            self.n_projected_ += self._project_natural()
+            self.n_projected_ += self._projected_natural()
         return rho
+
+    def _projected_natural(self):
+        """Project lambda onto the feasible set; the number of coordinates
+        changed. Blocks of lambda held by a cluster's workers raise their
+        entries below eta to eta, the projection of the models whose lambda
+        they hold (those that keep lambda scaled)."""
+        if self._holds_natural():
+            return self._project_natural()
+        projected = self._stored_natural.project(self.n_batch_iter_)
+        if projected:
+            self._natural_updated(self._row_totals())
+        return projected
 
     def _move_natural(self, target, rho):
         """lambda = (1 - rho) lambda + rho lambda^, refused if not finite.
@@ -351,25 +357,34 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
             self._move_scaled_natural(target.total, target.scale, rho)
             return
         self._settle_natural()
-        updated = spare_like(self._natural, state.spare_natural)
-        row_sums = sum_rows(
-            lambda span: step_toward_target(
-                self._natural,
-                updated,
-                *target.restricted_to(span),
-                rho,
-                span.start,
-                span.stop,
-            ),
-            len(self._natural),
-        )
+        updated = None
+        if self._holds_natural():
+            updated = spare_like(self._natural, state.spare_natural)
+            row_sums = sum_rows(
+                lambda span: step_toward_target(
+                    self._natural,
+                    updated,
+                    *target.restricted_to(span),
+                    rho,
+                    span.start,
+                    span.stop,
+                ),
+                len(self._natural),
+            )
+        else:
+            # The blocks move their rows, and undo it with the update.
+            row_sums = self._stored_natural.step_all(
+                self.n_batch_iter_, target.scale, rho
+            )
         if not np.all(np.isfinite(row_sums)):
             raise FloatingPointError(
                 "The update from this minibatch would make the global "
-                f"parameters non-finite in {self._natural.dtype}: the data's "
-                "values are too large for the model's floating point type."
+                f"parameters non-finite in {self._stored_natural.dtype}: the "
+                "data's values are too large for the model's floating point "
+                "type."
             )
-        state.spare_natural, self._natural = self._natural, updated
+        if updated is not None:
+            state.spare_natural, self._natural = self._natural, updated
         self._natural_updated(row_sums)
 
     def _move_scaled_natural(self, total, total_scale, rho):
@@ -390,7 +405,7 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
             self._scales_rows
             and not target.negatively_weighted
             and rho < 1.0
-            and len(target.total.rows) < len(self._stored_natural)
+            and not target.total.lists_all(len(self._stored_natural))
         )
 
     def _noisy_optimum(self, window, n_total):

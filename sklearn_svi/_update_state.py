@@ -30,6 +30,22 @@ def _empty_step_size_history():
     return {"n_batch_iter": [], "step_size": []}
 
 
+def raise_to_floor(values, floor, span):
+    """Set ``values[span]`` below ``floor`` to ``floor``; return how many.
+
+    The projection onto {lambda >= eta} of a model whose lambda is eta plus
+    a non-negative statistic without annealing. ``floor`` is a scalar or
+    an array that broadcasts against ``values`` (eta of each entry, or of
+    each row as one column).
+    """
+    block = values[span]
+    floor = floor if np.ndim(floor) == 0 else floor[span]
+    below = int(np.count_nonzero(block < floor))
+    if below:
+        np.maximum(block, floor, out=block)
+    return below
+
+
 class ScaledRows:
     """lambda kept as eta + c (stored - eta), so that rows move by scaling.
 
@@ -123,9 +139,8 @@ class ScaledRows:
         excess_totals = self.excess_totals + added
         totals = self.prior_totals + scale * excess_totals
         if not (finite and np.all(np.isfinite(totals))):
-            if change is None:
-                stored.undo(total.draw)
-            else:
+            # Blocks of rows on a cluster undo their rows with the update.
+            if change is not None:
                 stored[total.rows] = saved
             raise FloatingPointError(
                 "The update from this minibatch would make the global "

@@ -29,6 +29,7 @@ from sklearn_svi import (
 )
 from sklearn_svi._cluster import ClusterRows
 from sklearn_svi._datasets import load_python_docstrings, make_lda_corpus
+from sklearn_svi._mechanisms import SmoothingWindow
 from sklearn_svi._model_shards import ModelShard, RowShards
 from sklearn_svi._sources import InMemoryRows
 
@@ -731,27 +732,31 @@ def test_dask_ml_incremental_gives_partial_fit_over_the_blocks(
 
 PARTITIONED = {"sklearn-svi.partition-model": True}
 
-CASES = [
-    {},
-    dict(learning_rate=0.3),
-    dict(local_step="vb"),
-    dict(seed_topics={0: [3, 7, 11]}),
-    dict(topic_word_prior=0.05, learning_offset=1.0, learning_decay=0.9),
+HELD_CASES = [
+    (SmoothedLDA, {}),
+    (SmoothedLDA, dict(learning_rate=0.3)),
+    (SmoothedLDA, dict(learning_rate=1.0)),
+    (SmoothedLDA, dict(local_step="vb")),
+    (SmoothedLDA, dict(seed_topics={0: [3, 7, 11]})),
+    (SmoothedLDA, dict(topic_word_prior=0.05, learning_offset=1.0)),
+    (SmoothedLDA, dict(L=3, evaluate_every=4)),
+    (AnnealedLDA, dict(M=16)),
+    (AnnealedLDA, dict(M=16, L=4)),
 ]
 
 
-@pytest.mark.parametrize("settings", CASES)
+@pytest.mark.parametrize("estimator, settings", HELD_CASES)
 def test_lambda_held_by_the_workers_gives_the_fit_of_one_machine(
-    client, documents, settings
+    client, documents, estimator, settings
 ):
     """The same updates: each block of rows adds the parts' pieces of the
-    statistic and moves by the same compiled pass as lambda in memory."""
-    alone = lda(SmoothedLDA, settings).fit(documents)
+    statistic, keeps its rows of the window and moves by the same compiled
+    passes as lambda in memory, projection included."""
+    alone = lda(estimator, settings).fit(documents)
     with dask.config.set(PARTITIONED):
-        held = lda(SmoothedLDA, settings).fit(row_blocks(documents, 400))
+        held = lda(estimator, settings).fit(row_blocks(documents, 400))
     assert isinstance(held._stored_natural, np.ndarray)
     assert held.n_batch_iter_ == alone.n_batch_iter_
-    assert held._update_state.scaled_rows.scale < 1.0
     assert_allclose(
         held._update_state.scaled_rows.scale,
         alone._update_state.scaled_rows.scale,
@@ -764,6 +769,21 @@ def test_lambda_held_by_the_workers_gives_the_fit_of_one_machine(
         alone.step_size_history_["step_size"],
         rtol=1e-14,
     )
+    assert_allclose(
+        held.evaluation_history_["score"],
+        alone.evaluation_history_["score"],
+        rtol=1e-10,
+    )
+    if estimator is AnnealedLDA:
+        # Negative weights: the blocks projected as many entries as one machine.
+        assert alone.n_projected_ > 0
+        assert held.n_projected_ == alone.n_projected_
+    window, held_window = alone._update_state.window, held._update_state.window
+    assert type(held_window) is type(window)
+    assert len(held_window.queue) == len(window.queue)
+    for statistic, held_statistic in zip(window.queue, held_window.queue):
+        assert_array_equal(held_statistic.rows, statistic.rows)
+        assert_allclose(held_statistic.block, statistic.block, rtol=1e-10)
 
 
 def test_blocks_write_lambda_out_as_one_machine_does(client, documents, monkeypatch):
@@ -799,10 +819,9 @@ def test_float32_lambda_stays_float32_on_the_workers(client, documents):
     "estimator, settings, named",
     [
         (FilteredLDA, {}, "learning_rate='gaussian'"),
-        (SmoothedLDA, dict(L=3), "L=3"),
-        (AnnealedLDA, {}, "annealing weights"),
+        (FilteredLDA, dict(learning_rate="student-t"), "learning_rate='student-t'"),
         (SmoothedLDA, dict(doc_topic_prior="auto"), "learned priors"),
-        (SmoothedLDA, dict(learning_rate=1.0), "learning_rate=1.0"),
+        (SmoothedLDA, dict(topic_word_prior="auto"), "learned priors"),
     ],
 )
 def test_an_update_that_needs_all_of_lambda_is_refused_before_it_starts(
@@ -856,20 +875,24 @@ def test_a_held_fit_continues_from_its_checkpoint(client, documents, tmp_path):
 
 def test_a_shard_adds_its_pieces_in_the_order_of_the_parts():
     stored = np.arange(12.0).reshape(6, 2)
-    shard = ModelShard(stored.copy(), np.full((6, 1), 0.5), start=10)
+    window = SmoothingWindow(1, stored.shape, stored.dtype)
+    shard = ModelShard(stored.copy(), np.full((6, 1), 0.5), 10, window)
     shard.receive(1, 1, np.array([11, 14]), np.array([[1.0, 1.0], [2.0, 2.0]]))
     shard.receive(1, 0, np.array([14]), np.array([[4.0, 8.0]]))
+    shard.push(1, False)
+    assert_array_equal(window.sum.rows, [1, 4])
     added, finite = shard.step(1, 0.5)
     assert finite
     expected = stored.copy()
     expected[1] += 0.5
     expected[4] += [3.0, 5.0]
-    assert_array_equal(shard.array(), expected)
+    assert_array_equal(shard.contents()[0], expected)
     assert_array_equal(added, [3.5, 5.5])
     # Row 14 is now [11, 14]: eta + c (stored - eta) at c = 0.5, eta = 0.5.
     assert_array_equal(shard.rows_of(np.array([14]), 0.5), [[5.75, 7.25]])
     shard.undo(1)
-    assert_array_equal(shard.array(), stored)
+    assert_array_equal(shard.contents()[0], stored)
+    assert window.count == 0
 
 
 class ShardKillingLDA(SmoothedLDA):

@@ -49,6 +49,18 @@ class SparseStatistic:
         listed = self.positions(span)
         return self.rows[listed], self.block[listed]
 
+    def lists_all(self, n_rows):
+        """Whether it lists all ``n_rows`` rows of the parameter."""
+        return len(self.rows) == n_rows
+
+    def rows_between(self, start, stop):
+        """The statistic on rows ``start`` to ``stop - 1``, counted from
+        ``start``."""
+        rows, block = self.restricted_to(slice(start, stop))
+        return SparseStatistic(
+            rows - start, block, self.sample_mean, self.negatively_weighted
+        )
+
 
 def _replace_rows(total, oldest, newest, span):
     """sum <- sum - S_{t-L} + S_t on the rows of ``span`` (eq. 11)."""
@@ -58,6 +70,16 @@ def _replace_rows(total, oldest, newest, span):
         else oldest.restricted_to(span)
     )
     replace_rows(total, old_rows, old_block, *newest.restricted_to(span))
+
+
+def _stacked_statistics(parts, starts):
+    """The statistic whose rows from ``starts[i]`` on are those of
+    ``parts[i]``."""
+    return SparseStatistic(
+        np.concatenate([part.rows + start for part, start in zip(parts, starts)]),
+        np.concatenate([part.block for part in parts]),
+        negatively_weighted=parts[0].negatively_weighted,
+    )
 
 
 class SmoothingWindow:
@@ -147,6 +169,33 @@ class SmoothingWindow:
             map_rows(
                 lambda span: _replace_rows(total, oldest, statistic, span), len(total)
             )
+
+    def rows_between(self, start, stop, n_components):
+        """The window of rows ``start`` to ``stop - 1`` of the parameter,
+        counted from ``start``: the same statistics, cut."""
+        part = SmoothingWindow(self.length, (0, n_components), self.dtype)
+        part.queue = tuple(
+            statistic.rows_between(start, stop) for statistic in self.queue
+        )
+        if self._running_sum is not None:
+            part._running_sum = self._running_sum.rows_between(start, stop)
+        return part
+
+    @classmethod
+    def stacked(cls, windows, starts):
+        """The window whose rows from ``starts[i]`` on are those of
+        ``windows[i]``: the inverse of :meth:`rows_between`."""
+        first = windows[0]
+        whole = cls(first.length, (0, 0), first.dtype)
+        whole.queue = tuple(
+            _stacked_statistics(parts, starts)
+            for parts in zip(*(window.queue for window in windows))
+        )
+        if first._running_sum is not None:
+            whole._running_sum = _stacked_statistics(
+                [window._running_sum for window in windows], starts
+            )
+        return whole
 
     def begin(self):
         """Start recording pushes, for :meth:`rollback`."""

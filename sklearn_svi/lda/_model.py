@@ -26,6 +26,7 @@ from sklearn.utils.validation import check_non_negative, validate_data
 from .._online import OnlineUpdateMixin
 from .._sources import evenly_spaced_rows, features_out, rowwise, summed_over_rows
 from .._threads import map_rows, thread_pool
+from .._update_state import raise_to_floor
 from .._validation import listed_rows, rows_of_entries
 from ._dirichlet import (
     _dirichlet_expectation,
@@ -35,18 +36,6 @@ from ._dirichlet import (
     _symmetric_dirichlet_maximum,
 )
 from ._local_step import LocalStep, _CompactDocuments, minibatch_statistic
-
-
-def _raise_to_floor(values, floor, span):
-    """Set ``values[span]`` below ``floor`` to ``floor``; return how many.
-
-    ``floor`` is a scalar or an array of the shape of ``values``.
-    """
-    block = values[span]
-    floor = floor if np.ndim(floor) == 0 else floor[span]
-    below = block < floor
-    block[below] = floor if np.ndim(floor) == 0 else floor[below]
-    return int(np.count_nonzero(below))
 
 
 def _check_count_limit(X):
@@ -438,9 +427,7 @@ class _OnlineLDA(
         """
         projected = sum(
             map_rows(
-                lambda span: _raise_to_floor(
-                    self._natural, self._prior_natural(), span
-                ),
+                lambda span: raise_to_floor(self._natural, self._prior_natural(), span),
                 len(self._natural),
             )
         )
