@@ -240,13 +240,17 @@ def client_cost_model(fits, where):
     return np.linalg.lstsq(design, seconds, rcond=None)[0]
 
 
-def bytes_per_worker_model(fits):
+def held_bytes_model(fits):
     """Least squares fit of the client's bytes per update (sent plus
-    received) with lambda on the workers, a + b W K: what it sends and
-    receives for each worker grows with K (the topics' totals), not V."""
+    received) with lambda on the workers, a + b W + c W K: the tasks'
+    payload of each worker, and what grows with the components (the
+    topics' totals), not with the words."""
     cases = [(case, by_side["workers"]) for case, by_side in fits.items()]
     design = np.array(
-        [[1.0, n_workers * n_components] for (n_workers, n_components), _ in cases]
+        [
+            [1.0, n_workers, n_workers * n_components]
+            for (n_workers, n_components), _ in cases
+        ]
     )
     moved = np.array([fit["sent"] + fit["received"] for _, fit in cases])
     return np.linalg.lstsq(design, moved, rcond=None)[0]
@@ -269,7 +273,7 @@ def extrapolation(
     CPU (:func:`client_cost_model`) and those bytes on a network of
     ``network_bytes_per_second`` (10 Gbit/s).
 
-    Lambda on the workers: the client moves what :func:`bytes_per_worker_model`
+    Lambda on the workers: the client moves what :func:`held_bytes_model`
     gives; a worker's part of B / W documents reads at most
     ``rows_read_per_document`` rows per document, and moves each such row
     four times (it reads the row and sends its statistic; its own block
@@ -289,8 +293,12 @@ def extrapolation(
         + 2 * each_way / network_bytes_per_second
     )
     fixed_held, per_worker_held, per_megabyte_held = client_cost_model(fits, "workers")
-    base_bytes, bytes_per_worker_topic = bytes_per_worker_model(fits)
-    client_bytes = base_bytes + bytes_per_worker_topic * n_workers * n_components
+    base_bytes, bytes_per_worker, bytes_per_worker_topic = held_bytes_model(fits)
+    client_bytes = (
+        base_bytes
+        + bytes_per_worker * n_workers
+        + bytes_per_worker_topic * n_workers * n_components
+    )
     client_held = (
         fixed_held
         + per_worker_held * n_workers
