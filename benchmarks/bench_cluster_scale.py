@@ -16,7 +16,8 @@ last, the script records per update, as the client sees it:
   scheduler and the workers, as the kernel counts them (``ss``);
 - its CPU seconds (cutting minibatches, serialising payloads, submitting
   the tasks, the update itself);
-- the peak of the memory it allocates during the fit (``tracemalloc``);
+- the peak of the memory it allocates during those updates
+  (``tracemalloc``; lambda's start and its return at the end excluded);
 - the wall seconds, which on a machine with fewer cores than workers say
   little about a real cluster.
 
@@ -130,6 +131,10 @@ class UpdateMeter:
         self.marks = []
 
     def __call__(self, estimator, progress):
+        if progress.n_batch_iter == 1:
+            tracemalloc.reset_peak()
+        if progress.n_batch_iter == self.n_updates:
+            self.peak = tracemalloc.get_traced_memory()[1]
         if progress.n_batch_iter in (1, self.n_updates):
             self.marks.append(
                 (*process_bytes(), time.process_time(), time.perf_counter())
@@ -162,7 +167,6 @@ def measured_fit(client, blocks, n_components, batch_size, n_updates, partitione
     try:
         with dask.config.set({PARTITION_KEY: partitioned}):
             model.fit(blocks)
-        peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
         logger.removeHandler(log)
@@ -174,7 +178,7 @@ def measured_fit(client, blocks, n_components, batch_size, n_updates, partitione
         received=received,
         cpu=cpu,
         wall=wall,
-        peak=peak,
+        peak=meter.peak,
         lambda_bytes=model.components_.nbytes,
     )
 

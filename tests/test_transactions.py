@@ -109,6 +109,11 @@ def model_state(estimator):
         step_size = {
             key: value for key, value in step_size.items() if key != "_spare_mean"
         }
+        if "rows" in step_size:
+            # The filter's spare array of its rows holds no information.
+            kind_of_rows, rows = step_size["rows"]
+            rows = {key: value for key, value in rows.items() if key != "_spare_mean"}
+            step_size["rows"] = (kind_of_rows, rows)
         update["step_size"] = (kind, step_size)
         state["_update_state"] = (name, update)
     return state

@@ -191,6 +191,172 @@ class ConstantStepSize(_Schedule):
         return self.rate
 
 
+class FilterRows:
+    """The filter's state of each row of lambda: the stored average g of
+    the differences, and the clock of the update that last visited the row.
+
+    :class:`FilteredStepSize` keeps one for all of lambda's rows; the
+    blocks of lambda on a cluster's workers keep one each
+    (:mod:`sklearn_svi._model_shards`).
+
+    Parameters
+    ----------
+    n_rows : int
+        Number of rows.
+    n_observed : int
+        Number of columns observed, from the first.
+    dtype : dtype
+        Floating point type of lambda.
+
+    Attributes
+    ----------
+    mean_difference : ndarray of shape (n_rows, n_observed)
+        The stored g: each row as of the last update that visited it.
+    prior : ndarray or None
+        eta when the clock last restarted (a copy; one row of a broadcast),
+        None before.
+    """
+
+    def __init__(self, n_rows, n_observed, dtype):
+        self.mean_difference = np.zeros((n_rows, n_observed), dtype=dtype)
+        self.row_decay = np.ones(n_rows)
+        self.row_offset = np.zeros(n_rows)
+        self.prior = None
+        # A visit of every row writes the new g here and swaps it in; a
+        # visit of the listed rows writes them in place and records them.
+        self._spare_mean = None
+        self._saved = None
+        self._undo = []
+
+    def observe(self, target, current, current_scale, clock, decay, window, every_row):
+        """Fold d_t = lambda^ - lambda into g on the rows visited (every row,
+        or the rows of the target's total); the sums of
+        :func:`observe_difference` over them.
+
+        Parameters
+        ----------
+        target : NoisyOptimum
+            lambda^, on these rows.
+        current : ndarray
+            These rows of lambda, or of its stored array.
+        current_scale : float
+            c of lambda = eta + c (``current`` - eta).
+        clock : tuple of float
+            D_t, F_t and C_t.
+        decay, window : float
+            1 - 1 / tau and tau.
+        every_row : bool
+            Whether every row is visited.
+        """
+        rows = target.total.rows
+        if every_row:
+            updated_mean = spare_like(self.mean_difference, self._spare_mean)
+            stored_mean = self.mean_difference[:0]
+        else:
+            updated_mean = self.mean_difference
+            stored_mean = np.empty(
+                (len(rows), self.mean_difference.shape[1]),
+                dtype=self.mean_difference.dtype,
+            )
+        sums = sum_rows(
+            lambda span: observe_difference(
+                *target.restricted_to(span),
+                current,
+                current_scale,
+                self.mean_difference,
+                target.prior if self.prior is None else self.prior,
+                updated_mean,
+                stored_mean if every_row else stored_mean[target.total.positions(span)],
+                self.row_decay,
+                self.row_offset,
+                *clock,
+                decay,
+                window,
+                every_row,
+                span.start,
+                span.stop,
+            ),
+            len(current),
+            # A visit of the listed rows alone costs too little to share.
+            block_rows=SUM_BLOCK_ROWS if every_row else len(current),
+        )
+        if every_row:
+            self._spare_mean, self.mean_difference = self.mean_difference, updated_mean
+        elif self._saved is not None:
+            arrays = (self.mean_difference, self.row_decay, self.row_offset)
+            values = (stored_mean, self.row_decay[rows], self.row_offset[rows])
+            self._undo.append((rows, arrays, values))
+        return sums
+
+    def restart(self, prior):
+        """After a visit of every row each row's g is up to date: the clock
+        of every row restarts, and eta is kept as it is now."""
+        self.row_decay = np.ones(len(self.row_decay))
+        self.row_offset = np.zeros(len(self.row_offset))
+        self.prior = _frozen(prior)
+
+    def advance(self, rows, clock_decay, clock_offset):
+        """The visited ``rows`` take the clock's D and F."""
+        self.row_decay[rows] = clock_decay
+        self.row_offset[rows] = clock_offset
+
+    def rows_between(self, start, stop):
+        """The state of rows ``start`` to ``stop - 1``, a new ``FilterRows``."""
+        part = FilterRows(0, self.mean_difference.shape[1], self.mean_difference.dtype)
+        part.mean_difference = self.mean_difference[start:stop].copy()
+        part.row_decay = self.row_decay[start:stop].copy()
+        part.row_offset = self.row_offset[start:stop].copy()
+        if self.prior is not None:
+            part.prior = _frozen(self.prior[start:stop])
+        return part
+
+    @classmethod
+    def stacked(cls, parts):
+        """The state of the rows of ``parts``, one after the other: the
+        inverse of :meth:`rows_between`."""
+        first = parts[0]
+        whole = cls(0, first.mean_difference.shape[1], first.mean_difference.dtype)
+        whole.mean_difference = np.concatenate([part.mean_difference for part in parts])
+        whole.row_decay = np.concatenate([part.row_decay for part in parts])
+        whole.row_offset = np.concatenate([part.row_offset for part in parts])
+        if first.prior is not None:
+            whole.prior = _frozen(np.concatenate([part.prior for part in parts]))
+        return whole
+
+    def begin(self):
+        """Record the state, for :meth:`rollback`."""
+        self._undo = []
+        self._saved = {
+            name: value for name, value in vars(self).items() if name != "_saved"
+        }
+
+    def commit(self):
+        """Keep the changes since :meth:`begin`."""
+        self._saved = None
+        self._undo = []
+
+    def rollback(self):
+        """Return to the state recorded by :meth:`begin`.
+
+        The rows changed in place are written back, newest first; every
+        other change since is a new value bound to a name, so restoring the
+        names restores the rest.
+        """
+        if self._saved is None:
+            return
+        for rows, arrays, values in reversed(self._undo):
+            for array, value in zip(arrays, values):
+                array[rows] = value
+        vars(self).update(self._saved)
+        self._saved = None
+        self._undo = []
+
+    def __getstate__(self):
+        # The spare array and the records of a transaction hold no
+        # information.
+        return {**vars(self), "_spare_mean": None, "_saved": None, "_undo": []}
+
+
 class FilteredStepSize:
     """A step size that adapts to the noise of the update.
 
@@ -297,24 +463,19 @@ class FilteredStepSize:
         self.corrected = corrected
         self.floor = floor
         n_observed = shape[1] if n_observed is None else n_observed
-        self.mean_difference = np.zeros((shape[0], n_observed), dtype=dtype)
-        # A visit of every row writes the new g here and swaps it in; a
-        # visit of the listed rows writes them in place and records them.
-        self._spare_mean = None
+        self.rows = FilterRows(shape[0], n_observed, dtype)
+        self.n_coordinates = shape[0] * n_observed
         self._saved = None
-        self._undo = []
         self.mean_squared_norm = 0.0
         self.weight_square_sum = 0.0
         self.window = 0.0
         self.drift = 0.0
         self.noise = 0.0
-        # The clock: D, F and C of the last update, and D_r and F_r of each
-        # row (the values of the update that last visited it).
+        # The clock: D, F and C of the last update (each row's D_r and F_r,
+        # of the update that last visited it, are in ``rows``).
         self._clock_decay = 1.0
         self._clock_offset = 0.0
         self._clock_shrink = 1.0
-        self._row_decay = np.ones(shape[0])
-        self._row_offset = np.zeros(shape[0])
         # Running totals over all rows: ||e||^2, <g, e> and ||g||^2.
         self._squared_excess = 0.0
         self._mean_excess = 0.0
@@ -322,8 +483,12 @@ class FilteredStepSize:
         # <e, s>, ||s||^2 and <g, s> on the listed rows (s = lambda^ - eta),
         # from which the totals follow the step.
         self._step_sums = (0.0, 0.0, 0.0)
-        self._prior = None
         self._visit_all_rows = True
+
+    @property
+    def mean_difference(self):
+        """The stored g of every row, of shape (n_params, n_observed)."""
+        return self.rows.mean_difference
 
     def start(self, targets, current):
         """Set the averages to the means of ``targets - current``.
@@ -382,7 +547,7 @@ class FilteredStepSize:
         self.weight_square_sum = (
             decay**2 * self.weight_square_sum + 1.0 / self.window**2
         )
-        n_coordinates = self.mean_difference.size
+        n_coordinates = self.n_coordinates
         mean_square = float(squared_mean_norm) / n_coordinates
         spread = max(float(self.mean_squared_norm - squared_mean_norm), 0.0)
         spread /= n_coordinates
@@ -405,16 +570,6 @@ class FilteredStepSize:
         """
         share = 1.0 / self.window
         every_row = self._visits_every_row(target, decay, len(current))
-        rows = target.total.rows
-        if every_row:
-            updated_mean = spare_like(self.mean_difference, self._spare_mean)
-            stored_mean = self.mean_difference[:0]
-        else:
-            updated_mean = self.mean_difference
-            stored_mean = np.empty(
-                (len(rows), self.mean_difference.shape[1]),
-                dtype=self.mean_difference.dtype,
-            )
         (
             visited_excess,
             visited_product,
@@ -422,29 +577,14 @@ class FilteredStepSize:
             visited_mean_target,
             excess_target,
             target_norm,
-        ) = sum_rows(
-            lambda span: observe_difference(
-                *target.restricted_to(span),
-                current,
-                current_scale,
-                self.mean_difference,
-                target.prior if self._prior is None else self._prior,
-                updated_mean,
-                stored_mean if every_row else stored_mean[target.total.positions(span)],
-                self._row_decay,
-                self._row_offset,
-                self._clock_decay,
-                self._clock_offset,
-                self._clock_shrink,
-                decay,
-                self.window,
-                every_row,
-                span.start,
-                span.stop,
-            ),
-            len(current),
-            # A visit of the listed rows alone costs too little to share.
-            block_rows=SUM_BLOCK_ROWS if every_row else len(current),
+        ) = self.rows.observe(
+            target,
+            current,
+            current_scale,
+            (self._clock_decay, self._clock_offset, self._clock_shrink),
+            decay,
+            self.window,
+            every_row,
         )
         # On the visited rows d = s - e and g' = decay g + d / tau.
         visited_distance = target_norm - 2.0 * excess_target + visited_excess
@@ -460,7 +600,6 @@ class FilteredStepSize:
             target_norm - excess_target
         )
         if every_row:
-            self._spare_mean, self.mean_difference = self.mean_difference, updated_mean
             squared_distance = visited_distance
             squared_mean_norm = updated_norm
             self._squared_excess = visited_excess
@@ -480,8 +619,7 @@ class FilteredStepSize:
             )
             self._mean_excess = decay * other_product - share * other_excess
             self._mean_excess += updated_product
-            self._record_rows(rows, stored_mean)
-            self._advance_clock(rows, decay, share)
+            self._advance_clock(target.total.rows, decay, share)
         self._squared_mean = squared_mean_norm
         self._step_sums = (excess_target, target_norm, updated_target)
         return squared_distance, squared_mean_norm
@@ -496,7 +634,7 @@ class FilteredStepSize:
             or self._clock_decay * decay < _SMALLEST_CLOCK
             or self._clock_shrink < _SMALLEST_CLOCK
             or len(target.total.rows) == n_rows
-            or not _same_values(target.prior, self._prior)
+            or not _same_values(target.prior, self.rows.prior)
         )
 
     def _restart_clock(self, target):
@@ -505,9 +643,7 @@ class FilteredStepSize:
         self._clock_decay = 1.0
         self._clock_offset = 0.0
         self._clock_shrink = 1.0
-        self._row_decay = np.ones(len(self._row_decay))
-        self._row_offset = np.zeros(len(self._row_offset))
-        self._prior = _frozen(target.prior)
+        self.rows.restart(target.prior)
         self._visit_all_rows = False
 
     def _advance_clock(self, rows, decay, share):
@@ -515,8 +651,7 @@ class FilteredStepSize:
         the visited ``rows`` take the clock's D and F."""
         self._clock_decay *= decay
         self._clock_offset += share * self._clock_shrink / self._clock_decay
-        self._row_decay[rows] = self._clock_decay
-        self._row_offset[rows] = self._clock_offset
+        self.rows.advance(rows, self._clock_decay, self._clock_offset)
 
     def _follow_step(self, rho, target):
         """Carry the totals and the clock over the update by ``rho``:
@@ -535,18 +670,9 @@ class FilteredStepSize:
         # totals afresh.
         self._visit_all_rows = target.negatively_weighted
 
-    def _record_rows(self, rows, stored_mean):
-        """Record the stored g, ``stored_mean``, and the clock of ``rows``,
-        changed in place, for :meth:`rollback`."""
-        if self._saved is None:
-            return
-        arrays = (self.mean_difference, self._row_decay, self._row_offset)
-        values = (stored_mean, self._row_decay[rows], self._row_offset[rows])
-        self._undo.append((rows, arrays, values))
-
     def begin(self):
         """Record the averages and the filter's state, for :meth:`rollback`."""
-        self._undo = []
+        self.rows.begin()
         self._saved = (
             {name: value for name, value in vars(self).items() if name != "_saved"},
             vars(self.gain_rule).copy(),
@@ -554,31 +680,22 @@ class FilteredStepSize:
 
     def commit(self):
         """Keep the changes since :meth:`begin`."""
+        self.rows.commit()
         self._saved = None
-        self._undo = []
 
     def rollback(self):
-        """Return to the state recorded by :meth:`begin`.
-
-        The rows changed in place are written back, newest first; every
-        other change since is a new value bound to a name, so restoring the
-        names restores the rest.
-        """
+        """Return to the state recorded by :meth:`begin`."""
+        self.rows.rollback()
         if self._saved is None:
             return
-        for rows, arrays, values in reversed(self._undo):
-            for array, value in zip(arrays, values):
-                array[rows] = value
         attributes, gain_attributes = self._saved
         vars(self).update(attributes)
         vars(self.gain_rule).update(gain_attributes)
         self._saved = None
-        self._undo = []
 
     def __getstate__(self):
-        # The spare array and the records of a transaction hold no
-        # information.
-        return {**vars(self), "_spare_mean": None, "_saved": None, "_undo": []}
+        # The records of a transaction hold no information.
+        return {**vars(self), "_saved": None}
 
     def state(self):
         """Q, R, tau and the filter's own state."""
