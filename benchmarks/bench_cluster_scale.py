@@ -263,9 +263,9 @@ def held_bytes_model(fits):
 def extrapolation(
     fits,
     seconds_per_document,
+    rows_read_per_document,
     target,
     network_bytes_per_second=1.25e9,
-    rows_read_per_document=10,
 ):
     """An update and an epoch of 10^9 documents at the ``target`` model,
     minibatch and cluster (K, V, B, W, threads per worker), with the
@@ -279,7 +279,9 @@ def extrapolation(
 
     Lambda on the workers: the client moves what :func:`held_bytes_model`
     gives; a worker's part of B / W documents reads at most
-    ``rows_read_per_document`` rows per document, and moves each such row
+    ``rows_read_per_document`` rows per document (the corpus's mean number
+    of distinct words per document: words shared by documents are read
+    once), and moves each such row
     four times (it reads the row and sends its statistic; its own block
     serves as many rows and receives as many pieces): an update takes the
     client's CPU, the local step on the worker's threads at the measured
@@ -314,7 +316,11 @@ def extrapolation(
     return [
         [
             f"measured: local step at K={n_components}, one thread, per document",
-            f"{1e3 * seconds_per_document:.2f} ms",
+            f"{1e3 * seconds_per_document:.3f} ms",
+        ],
+        [
+            "measured: distinct words per document",
+            f"{rows_read_per_document:.1f}",
         ],
         [
             f"target: K={n_components}, V={n_features:,}, B={batch_size:,}, "
@@ -415,7 +421,12 @@ def main():
     )
     extrapolated = simple_table(
         ["extrapolated", "value"],
-        extrapolation(fits, seconds_per_document, target=(1000, 10**6, 2**20, 100, 16)),
+        extrapolation(
+            fits,
+            seconds_per_document,
+            float(X.getnnz(axis=1).mean()),
+            target=(1000, 10**6, 2**20, 100, 16),
+        ),
     )
     print(header, measured, extrapolated, sep="\n")
     write_results(

@@ -49,6 +49,7 @@ from sklearn.base import clone
 
 from ._mechanisms import SparseStatistic
 from ._model_shards import (
+    HeldFilterRows,
     HeldStatistic,
     HeldWindow,
     RowShards,
@@ -215,7 +216,7 @@ def _part_statistic(payload, part, sample_weight, draw, n_batch):
 
 
 def _held_part_statistic(
-    payload, part, sample_weight, draw, n_batch, index, shards, scale
+    payload, part, sample_weight, draw, n_batch, index, shards, change, scale
 ):
     """A part's share of the minibatch statistic, computed on all the
     threads of its worker at lambda's rows read from the ``shards`` that
@@ -226,7 +227,7 @@ def _held_part_statistic(
     model._natural_rows = rows
     with thread_pool(_worker_threads()):
         statistic = model._local_statistic(part[1], sample_weight, draw, n_batch)
-    shards.receive(draw, index, statistic)
+    shards.receive(change, draw, index, statistic)
 
 
 def _same(payload):
@@ -546,11 +547,13 @@ class ClusterRows:
             yield
             return
         state = model._update_state
+        filter_rows = getattr(state.step_size, "rows", None)
         self.shards = RowShards.scattered(
             self.client,
             model._stored_natural,
             model._compiled_prior(),
             state.window,
+            filter_rows,
             sorted(self.client.nthreads()),
         )
         model.__dict__["_natural"] = self.shards
@@ -559,12 +562,18 @@ class ClusterRows:
             [statistic.negatively_weighted for statistic in state.window.queue],
             self.shards,
         )
+        if filter_rows is not None:
+            state.step_size.rows = HeldFilterRows(self.shards, filter_rows.prior)
         try:
             yield
         finally:
             shards, self.shards = self.shards, None
             try:
-                model.__dict__["_natural"], state.window = shards.contents()
+                stored, state.window, gathered_rows = shards.contents()
+                if gathered_rows is not None:
+                    gathered_rows.prior = state.step_size.rows.prior
+                    state.step_size.rows = gathered_rows
+                model.__dict__["_natural"] = stored
             except Exception as error:
                 del model.__dict__["_natural"]
                 raise RuntimeError(
@@ -656,6 +665,7 @@ class ClusterRows:
                 minibatch.size,
                 index,
                 self.shards,
+                self.shards.change,
                 scale,
                 pure=False,
                 priority=1,

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._mechanisms import SmoothingWindow, SparseStatistic
+from ._mechanisms._step_sizes import FilterRows, NoisyOptimum, _frozen
 from ._threads import sum_rows
 from ._update_fast import add_to_rows, scaled_rows_of, step_toward_target
 from ._update_state import raise_to_floor
@@ -59,11 +60,16 @@ class HeldStatistic:
     lists_every_row : bool, default=False
         Whether the total lists every row (the running sum of a window of
         L > 1).
+    windowed : bool, default=False
+        Whether it is the total of the fit's window, which the shards keep;
+        otherwise the pieces of update ``draw`` themselves (a filter's start
+        reads them outside the window).
     """
 
     draw: int
     negatively_weighted: bool = False
     lists_every_row: bool = False
+    windowed: bool = False
     sample_mean = None
     nbytes = 0
 
@@ -76,31 +82,24 @@ def check_partitionable(model):
     """Refuse a fit whose update needs more of lambda than a block holds,
     before anything changes.
 
-    The workers hold lambda and the smoothing window for a model that keeps
-    lambda scaled (LDA), with a schedule for the step size (Robbins-Monro
-    or a constant) and fixed priors; any window length L and annealing
-    compose with it.
+    The workers hold lambda, the smoothing window and a filter's state of
+    each row for a model that keeps lambda scaled (LDA) with fixed priors;
+    every mechanism composes with it. Learned priors read all of lambda.
 
     Raises
     ------
     ValueError
         Naming what the model's parameters ask for instead.
     """
-    settings = model._mechanism_settings()
-    learning_rate = settings.learning_rate
     reasons = []
     if not model._scales_rows:
         reasons.append(f"{type(model).__name__} does not keep lambda scaled")
-    if isinstance(learning_rate, str) and learning_rate != "robbins-monro":
-        reasons.append(f"learning_rate={learning_rate!r}")
     if model._learns_priors():
         reasons.append("learned priors")
     if reasons:
         raise ValueError(
             f"Dask's configuration {PARTITION_KEY!r} partitions lambda over "
-            "the workers for LDA with a schedule for the step size (the "
-            "Robbins-Monro schedule or a constant) and fixed priors; this "
-            "fit has "
+            "the workers for LDA with fixed priors; this fit has "
             + ", ".join(reasons)
             + f". Fit it with {PARTITION_KEY!r} set to False."
         )
@@ -119,8 +118,14 @@ def _added_pieces(pieces, n_components, dtype):
 
 
 class ModelShard:
-    """Rows ``start`` to ``start + len(stored)`` of lambda's stored array and
-    of the smoothing window, held by one worker (a Dask actor).
+    """Rows ``start`` to ``start + len(stored)`` of lambda's stored array, of
+    the smoothing window and of the filter's state, held by one worker (a
+    Dask actor).
+
+    Every call names its change: the client's transaction that makes it
+    (:meth:`RowShards.begin`). The shard keeps what the current change
+    altered until the next change begins, so that :meth:`undo` can put it
+    back.
 
     Parameters
     ----------
@@ -133,18 +138,25 @@ class ModelShard:
     window : SmoothingWindow
         The window of the last L statistics on these rows (their indices
         counted from ``start``).
+    filter_rows : FilterRows or None
+        A filter's state of these rows; None for a schedule.
     """
 
-    def __init__(self, stored, prior, start, window):
+    def __init__(self, stored, prior, start, window, filter_rows):
         self.stored = np.ascontiguousarray(stored)
         self.prior = prior
         self.start = start
         self.window = window
-        self._draw = None
+        self.filter_rows = filter_rows
+        self._change = None
+        # The pieces of each update's statistic, by its number and then by
+        # the part's index.
         self._pieces = {}
-        # What an update changed, as it was, newest last: rows of the
+        # What the change altered, as it was, newest last: rows of the
         # stored array, or the whole array it replaced.
         self._changes = []
+        # The rows that the filter visited last.
+        self._observed = None
 
     def rows_of(self, rows, scale):
         """lambda on ``rows`` (indices in lambda): eta + c (stored - eta)."""
@@ -153,36 +165,62 @@ class ModelShard:
         scaled_rows_of(self.stored, local_rows, self.prior, scale, out)
         return out
 
-    def receive(self, draw, index, rows, block):
+    def receive(self, change, draw, index, rows, block):
         """Keep the piece of part ``index`` of update ``draw``'s statistic."""
-        self._begin(draw)
-        self._pieces[index] = (rows - self.start, block)
+        self._begin(change)
+        self._pieces.setdefault(draw, {})[index] = (rows - self.start, block)
 
-    def push(self, draw, negatively_weighted):
-        """Push update ``draw``'s statistic on these rows, its pieces added
-        in the order of the parts, into the window."""
-        self._begin(draw)
-        pieces = [self._pieces[index] for index in sorted(self._pieces)]
+    def _statistic(self, draw, negatively_weighted=False):
+        """Update ``draw``'s statistic on these rows, its pieces added in
+        the order of the parts, and forgotten."""
+        pieces = self._pieces.pop(draw, {})
+        pieces = [pieces[index] for index in sorted(pieces)]
         rows, block = _added_pieces(pieces, self.stored.shape[1], self.stored.dtype)
-        self.window.push(SparseStatistic(rows, block, None, negatively_weighted))
-        self._pieces = {}
+        return SparseStatistic(rows, block, None, negatively_weighted)
 
-    def step(self, draw, factor):
+    def push(self, change, draw, negatively_weighted):
+        """Push update ``draw``'s statistic into the window."""
+        self._begin(change)
+        self.window.push(self._statistic(draw, negatively_weighted))
+
+    def observe(self, change, draw, total_scale, *arguments):
+        """The filter's pass over these rows (:meth:`FilterRows.observe`,
+        whose ``arguments`` follow lambda) toward eta + ``total_scale``
+        times the window's total, or, for a ``draw``, that update's pieces;
+        its sums."""
+        self._begin(change)
+        total = self.window.sum if draw is None else self._statistic(draw)
+        self._observed = total
+        return self.filter_rows.observe(
+            NoisyOptimum(total, total_scale, self.prior), self.stored, *arguments
+        )
+
+    def restart_clock(self, change):
+        """The filter's clock restarts on every row (:meth:`FilterRows.restart`)."""
+        self._begin(change)
+        self.filter_rows.restart(self.prior)
+
+    def advance_clock(self, change, clock_decay, clock_offset):
+        """The rows the filter visited last take the clock's D and F."""
+        self._begin(change)
+        self.filter_rows.advance(self._observed, clock_decay, clock_offset)
+
+    def step(self, change, factor):
         """stored[rows] += factor (the window's total) on the total's rows:
         the sums over the rows of what was added, and whether the new rows
         are finite (:meth:`ScaledRows.step`)."""
-        self._begin(draw)
+        self._begin(change)
         total = self.window.sum
         saved = np.empty_like(total.block)
         added, finite = add_to_rows(self.stored, total.rows, total.block, factor, saved)
         self._changes.append((total.rows, saved))
         return added, finite
 
-    def step_all(self, draw, total_scale, rho):
+    def step_all(self, change, total_scale, rho):
         """stored <- (1 - rho) stored + rho (eta + ``total_scale`` total) on
         every row, the unscaled update; the sums of the new rows, in
         float64."""
-        self._begin(draw)
+        self._begin(change)
         total = self.window.sum
         updated = np.empty_like(self.stored)
         row_sums = sum_rows(
@@ -202,15 +240,15 @@ class ModelShard:
         self.stored = updated
         return row_sums
 
-    def project(self, draw):
+    def project(self, change):
         """Raise every entry below eta to eta; the number raised."""
-        self._begin(draw)
+        self._begin(change)
         self._changes.append((slice(None), self.stored.copy()))
         return raise_to_floor(self.stored, self.prior, slice(None))
 
-    def settle(self, draw, scale):
+    def settle(self, change, scale):
         """Write out lambda: stored <- eta + c (stored - eta)."""
-        self._begin(draw)
+        self._begin(change)
         rows = np.arange(self.start, self.start + len(self.stored))
         self._changes.append((slice(None), self.stored))
         self.stored = self.rows_of(rows, scale)
@@ -219,39 +257,47 @@ class ModelShard:
         """The sums of the stored rows, in float64."""
         return self.stored.sum(axis=0, dtype=np.float64)
 
-    def undo(self, draw):
-        """Put back what update ``draw`` changed."""
-        if draw != self._draw:
+    def undo(self, change):
+        """Put back what ``change`` altered."""
+        if change != self._change:
             return
         for rows, saved in reversed(self._changes):
             if isinstance(rows, slice):
                 self.stored = saved
             else:
                 self.stored[rows] = saved
-        self.window.rollback()
+        for part in self._parts():
+            part.rollback()
+            part.begin()
         self._changes = []
         self._pieces = {}
 
     def contents(self):
-        """The stored rows and the window."""
-        return self.stored, self.window
+        """The stored rows, the window and the filter's state."""
+        return self.stored, self.window, self.filter_rows
 
-    def _begin(self, draw):
-        """Keep what earlier updates changed once update ``draw`` starts."""
-        if draw != self._draw:
-            self.window.commit()
-            self.window.begin()
-            self._draw = draw
+    def _parts(self):
+        return [part for part in (self.window, self.filter_rows) if part is not None]
+
+    def _begin(self, change):
+        """Keep what earlier changes altered once ``change`` begins."""
+        if change != self._change:
+            for part in self._parts():
+                part.commit()
+                part.begin()
+            self._change = change
             self._pieces = {}
             self._changes = []
 
 
 class RowShards:
-    """The client's handle of lambda's stored array and of the smoothing
-    window, held by blocks of rows on the workers.
+    """The client's handle of lambda's stored array, of the smoothing window
+    and of the filter's state, held by blocks of rows on the workers.
 
     It stands where the model keeps its stored array during a fit, with
-    its ``shape``, ``dtype`` and length; ``np.asarray`` gathers it.
+    its ``shape``, ``dtype`` and length; ``np.asarray`` gathers it. It takes
+    part in the model's transactions: each is a change of the blocks, which
+    a rollback undoes on every block.
 
     Parameters
     ----------
@@ -274,13 +320,13 @@ class RowShards:
         self.shape = (int(bounds[-1]), n_components)
         self.dtype = np.dtype(dtype)
         self.futures = list(futures)
-        self._draws = []
+        self.change = 0
 
     @classmethod
-    def scattered(cls, client, stored, prior, window, workers):
-        """Cut ``stored`` (with its ``prior`` of the compiled passes) and
-        the smoothing ``window`` into one block of rows per worker, each
-        held by a :class:`ModelShard`."""
+    def scattered(cls, client, stored, prior, window, filter_rows, workers):
+        """Cut ``stored`` (with its ``prior`` of the compiled passes), the
+        smoothing ``window`` and a filter's ``filter_rows`` (or None) into
+        one block of rows per worker, each held by a :class:`ModelShard`."""
         bounds = np.linspace(0, len(stored), len(workers) + 1).astype(np.intp)
         futures = [
             client.submit(
@@ -289,6 +335,7 @@ class RowShards:
                 np.ascontiguousarray(prior[start:stop]),
                 int(start),
                 window.rows_between(start, stop, stored.shape[1]),
+                None if filter_rows is None else filter_rows.rows_between(start, stop),
                 actor=True,
                 workers=[worker],
             )
@@ -305,44 +352,45 @@ class RowShards:
         return self.shape[0]
 
     def __getstate__(self):
-        return {**vars(self), "futures": [], "_draws": []}
+        return {**vars(self), "futures": []}
 
     def __array__(self, dtype=None, copy=None):
-        stored, _ = self.contents()
+        stored = self.contents()[0]
         return stored if dtype is None else stored.astype(dtype, copy=False)
 
     def contents(self):
-        """The stored array and the smoothing window, gathered."""
+        """The stored array, the smoothing window and the filter's state of
+        the rows (None for a schedule), gathered."""
         parts = _results([actor.contents() for actor in self.actors])
-        stored = np.concatenate([part_stored for part_stored, _ in parts])
-        window = SmoothingWindow.stacked(
-            [part_window for _, part_window in parts], self.bounds[:-1]
-        )
-        return stored, window
-
-    def _holders(self, rows):
-        """The shards that hold some of the sorted ``rows``, with theirs."""
-        cuts = np.searchsorted(rows, self.bounds)
-        return [
-            (actor, rows[first:last])
-            for actor, first, last in zip(self.actors, cuts[:-1], cuts[1:])
-            if last > first
-        ]
+        stored, windows, filter_rows = zip(*parts)
+        window = SmoothingWindow.stacked(windows, self.bounds[:-1])
+        if filter_rows[0] is not None:
+            filter_rows = FilterRows.stacked(filter_rows)
+        else:
+            filter_rows = None
+        return np.concatenate(stored), window, filter_rows
 
     def rows_of(self, rows, scale):
         """lambda on the sorted ``rows``, read from the shards that hold them."""
-        holders = self._holders(rows)
-        blocks = _results([actor.rows_of(part, scale) for actor, part in holders])
+        cuts = np.searchsorted(rows, self.bounds)
+        blocks = _results(
+            [
+                actor.rows_of(rows[first:last], scale)
+                for actor, first, last in zip(self.actors, cuts[:-1], cuts[1:])
+                if last > first
+            ]
+        )
         if not blocks:
             return np.empty((0, self.shape[1]), dtype=self.dtype)
         return np.concatenate(blocks)
 
-    def receive(self, draw, index, statistic):
+    def receive(self, change, draw, index, statistic):
         """Hand each shard its rows of part ``index``'s statistic."""
         cuts = np.searchsorted(statistic.rows, self.bounds)
         _results(
             [
                 actor.receive(
+                    change,
                     draw,
                     index,
                     statistic.rows[first:last],
@@ -353,43 +401,58 @@ class RowShards:
             ]
         )
 
-    def _on_every_shard(self, draw, method, *arguments):
-        """``method(draw, *arguments)`` on every shard, recorded for
-        :meth:`rollback`; the results in the order of the rows."""
-        self._draws.append(draw)
+    def _on_every_shard(self, method, *arguments):
+        """``method(change, *arguments)`` on every shard; the results in the
+        order of the rows."""
         return _results(
-            [getattr(actor, method)(draw, *arguments) for actor in self.actors]
+            [getattr(actor, method)(self.change, *arguments) for actor in self.actors]
         )
 
     def push(self, draw, negatively_weighted):
         """Push update ``draw``'s statistic into every shard's window."""
-        self._on_every_shard(draw, "push", negatively_weighted)
+        self._on_every_shard("push", draw, negatively_weighted)
 
-    def step(self, draw, factor):
+    def observe(self, draw, total_scale, *arguments):
+        """The filter's pass on every shard (:meth:`ModelShard.observe`): its
+        sums over all rows."""
+        sums = np.zeros(6)
+        for shard_sums in self._on_every_shard(
+            "observe", draw, total_scale, *arguments
+        ):
+            sums += shard_sums
+        return sums
+
+    def restart_clock(self):
+        self._on_every_shard("restart_clock")
+
+    def advance_clock(self, clock_decay, clock_offset):
+        self._on_every_shard("advance_clock", clock_decay, clock_offset)
+
+    def step(self, factor):
         """The scaled update on every shard (:meth:`ModelShard.step`): the
         sums over all rows of what was added, in float64, and whether every
         new row is finite."""
-        results = self._on_every_shard(draw, "step", factor)
+        results = self._on_every_shard("step", factor)
         added = np.zeros(self.shape[1])
         for shard_added, _ in results:
             added += shard_added
         return added, all(finite for _, finite in results)
 
-    def step_all(self, draw, total_scale, rho):
+    def step_all(self, total_scale, rho):
         """The unscaled update on every shard (:meth:`ModelShard.step_all`):
         the sums of the new lambda over the rows, in float64."""
         row_sums = np.zeros(self.shape[1])
-        for shard_sums in self._on_every_shard(draw, "step_all", total_scale, rho):
+        for shard_sums in self._on_every_shard("step_all", total_scale, rho):
             row_sums += shard_sums
         return row_sums
 
-    def project(self, draw):
+    def project(self):
         """Raise every entry of lambda below eta to eta; the number raised."""
-        return sum(self._on_every_shard(draw, "project"))
+        return sum(self._on_every_shard("project"))
 
-    def settle(self, draw, scale):
+    def settle(self, scale):
         """Write out lambda on every shard."""
-        self._on_every_shard(draw, "settle", scale)
+        self._on_every_shard("settle", scale)
 
     def totals(self):
         """The sums of the stored array over its rows, in float64."""
@@ -401,29 +464,80 @@ class RowShards:
     # -- one part of a transaction ------------------------------------------------
 
     def begin(self):
-        """Start recording the updates applied, for :meth:`rollback`."""
-        self._draws = []
+        """A new change of the blocks begins."""
+        self.change += 1
 
     def commit(self):
-        """Keep the updates applied since :meth:`begin`."""
-        self._draws = []
+        """Keep the change (the blocks keep it when the next one begins)."""
 
     def rollback(self):
-        """Undo on every shard the updates applied since :meth:`begin`.
+        """Undo the change on every block.
 
-        A shard lost with its worker cannot be undone, and the fit cannot
-        go on: the error that stopped the update is the one raised.
+        A block lost with its worker cannot be undone, and the fit cannot go
+        on: the error that stopped the update is the one raised.
         """
-        draws, self._draws = self._draws, []
-        for draw in sorted(set(draws), reverse=True):
-            with contextlib.suppress(Exception):
-                _results([actor.undo(draw) for actor in self.actors])
+        with contextlib.suppress(Exception):
+            _results([actor.undo(self.change) for actor in self.actors])
 
     def release(self):
         """Let the actors go."""
         for future in self.futures:
             future.release()
         self.futures = []
+
+
+class HeldFilterRows:
+    """The client's side of a filter's state of the rows that the blocks
+    hold: it stands in the filter (``FilteredStepSize.rows``) during a fit
+    whose lambda the workers hold, and sends the passes to the blocks;
+    pickled, it is the whole state, gathered.
+
+    Parameters
+    ----------
+    shards : RowShards
+        The blocks.
+    prior : ndarray or None
+        eta when the filter's clock last restarted, as the filter keeps it.
+    """
+
+    def __init__(self, shards, prior):
+        self.shards = shards
+        self.prior = prior
+        self._saved = prior
+
+    def observe(self, target, current, current_scale, clock, decay, window, every_row):
+        total = target.total
+        return self.shards.observe(
+            None if total.windowed else total.draw,
+            target.scale,
+            current_scale,
+            clock,
+            decay,
+            window,
+            every_row,
+        )
+
+    def restart(self, prior):
+        self.shards.restart_clock()
+        self.prior = _frozen(prior)
+
+    def advance(self, total, clock_decay, clock_offset):
+        self.shards.advance_clock(clock_decay, clock_offset)
+
+    def begin(self):
+        self._saved = self.prior
+
+    def commit(self):
+        self._saved = self.prior
+
+    def rollback(self):
+        # The blocks undo their rows with the change.
+        self.prior = self._saved
+
+    def __reduce__(self):
+        rows = self.shards.contents()[2]
+        rows.prior = self.prior
+        return _unchanged, (rows,)
 
 
 class HeldWindow:
@@ -462,7 +576,12 @@ class HeldWindow:
     @property
     def sum(self):
         """The handle of the window's total, which the shards hold."""
-        return HeldStatistic(self.draw, lists_every_row=self.length > 1)
+        return HeldStatistic(
+            self.draw,
+            self.negatively_weighted,
+            lists_every_row=self.length > 1,
+            windowed=True,
+        )
 
     def push(self, statistic):
         """Push the statistic held by the shards into their windows."""
@@ -481,12 +600,12 @@ class HeldWindow:
         self.flags, self.draw = self._saved
 
     def __reduce__(self):
-        _, window = self.shards.contents()
-        return _unchanged, (window,)
+        return _unchanged, (self.shards.contents()[1],)
 
 
 def _unchanged(value):
-    """``value`` itself: what a pickled ``HeldWindow`` loads as."""
+    """``value`` itself: what a pickled ``HeldWindow`` or ``HeldFilterRows``
+    loads as, the whole state gathered from the blocks."""
     return value
 
 

@@ -202,7 +202,7 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
         if self._holds_natural():
             self.__dict__["_natural"] = scaled.settled(self._stored_natural)
         else:
-            self._stored_natural.settle(self.n_batch_iter_, scaled.scale)
+            self._stored_natural.settle(scaled.scale)
         scaled.reset()
 
     def _checked_mechanisms(self):
@@ -335,7 +335,7 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
         they hold (those that keep lambda scaled)."""
         if self._holds_natural():
             return self._project_natural()
-        projected = self._stored_natural.project(self.n_batch_iter_)
+        projected = self._stored_natural.project()
         if projected:
             self._natural_updated(self._row_totals())
         return projected
@@ -373,9 +373,7 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
             )
         else:
             # The blocks move their rows, and undo it with the update.
-            row_sums = self._stored_natural.step_all(
-                self.n_batch_iter_, target.scale, rho
-            )
+            row_sums = self._stored_natural.step_all(target.scale, rho)
         if not np.all(np.isfinite(row_sums)):
             raise FloatingPointError(
                 "The update from this minibatch would make the global "
@@ -431,17 +429,25 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
         even when it holds a single minibatch.
         """
         size = min(self.batch_size, data.n_samples)
-        window = SmoothingWindow(1, self._natural.shape, self._natural.dtype)
+        stored = self._stored_natural
+        window = SmoothingWindow(1, stored.shape, stored.dtype)
         state = self._update_state
 
         def targets():
             for draw in range(1, state.step_size.monte_carlo_batches + 1):
                 rows = state.random_state.randint(data.n_samples, size=size)
                 minibatch = data.minibatch(rows).result()
-                window.push(data.statistic(minibatch, draw=-draw))
-                yield self._noisy_optimum(window, n_total)
+                statistic = data.statistic(minibatch, draw=-draw)
+                if self._holds_natural():
+                    window.push(statistic)
+                    yield self._noisy_optimum(window, n_total)
+                else:
+                    # The blocks of lambda hold the statistic's pieces and
+                    # read them by the draw, outside the fit's window.
+                    yield NoisyOptimum(statistic, n_total, self._compiled_prior())
 
-        state.step_size.start(targets(), self._natural)
+        # lambda is not scaled before the first update.
+        state.step_size.start(targets(), stored)
 
     def _record_evaluation(self, score):
         self._update_state.record_evaluation(

@@ -134,7 +134,7 @@ class ScaledRows:
             added, finite = add_to_rows(stored, total.rows, total.block, factor, saved)
             change = (stored, total.rows, saved)
         else:
-            added, finite = stored.step(total.draw, factor)
+            added, finite = stored.step(factor)
             change = None
         excess_totals = self.excess_totals + added
         totals = self.prior_totals + scale * excess_totals

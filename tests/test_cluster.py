@@ -648,7 +648,9 @@ def test_a_fit_on_a_dask_array_continues_from_its_checkpoint(
 ):
     from test_contract import Stop, StopAfter
 
-    blocks = row_blocks(documents, 500)
+    # Blocks kept on the same workers for all three fits: the parts, and so
+    # the grouping of the sums, are the same.
+    blocks = client.persist(row_blocks(documents, 500))
     uninterrupted = lda(FilteredLDA, {}).fit(blocks)
     path = tmp_path / "model.joblib"
     stopping = StopAfter(17, Checkpoint(path, every=5))
@@ -742,6 +744,10 @@ HELD_CASES = [
     (SmoothedLDA, dict(L=3, evaluate_every=4)),
     (AnnealedLDA, dict(M=16)),
     (AnnealedLDA, dict(M=16, L=4)),
+    (FilteredLDA, {}),
+    (FilteredLDA, dict(learning_rate="student-t", min_step_size=None)),
+    (FilteredLDA, dict(learning_rate="adaptive", L=3)),
+    (FilteredLDA, dict(observed_components=3, M=16)),
 ]
 
 
@@ -750,8 +756,9 @@ def test_lambda_held_by_the_workers_gives_the_fit_of_one_machine(
     client, documents, estimator, settings
 ):
     """The same updates: each block of rows adds the parts' pieces of the
-    statistic, keeps its rows of the window and moves by the same compiled
-    passes as lambda in memory, projection included."""
+    statistic, keeps its rows of the window and of the filter's state and
+    moves by the same compiled passes as lambda in memory, projection
+    included; only the grouping of sums differs, in the last digits."""
     alone = lda(estimator, settings).fit(documents)
     with dask.config.set(PARTITIONED):
         held = lda(estimator, settings).fit(row_blocks(documents, 400))
@@ -760,14 +767,14 @@ def test_lambda_held_by_the_workers_gives_the_fit_of_one_machine(
     assert_allclose(
         held._update_state.scaled_rows.scale,
         alone._update_state.scaled_rows.scale,
-        rtol=1e-14,
+        rtol=1e-10,
     )
     assert_allclose(held.components_, alone.components_, rtol=1e-10)
     assert_allclose(held._topic_totals, alone._topic_totals, rtol=1e-10)
     assert_allclose(
         held.step_size_history_["step_size"],
         alone.step_size_history_["step_size"],
-        rtol=1e-14,
+        rtol=1e-10,
     )
     assert_allclose(
         held.evaluation_history_["score"],
@@ -818,8 +825,6 @@ def test_float32_lambda_stays_float32_on_the_workers(client, documents):
 @pytest.mark.parametrize(
     "estimator, settings, named",
     [
-        (FilteredLDA, {}, "learning_rate='gaussian'"),
-        (FilteredLDA, dict(learning_rate="student-t"), "learning_rate='student-t'"),
         (SmoothedLDA, dict(doc_topic_prior="auto"), "learned priors"),
         (SmoothedLDA, dict(topic_word_prior="auto"), "learned priors"),
     ],
@@ -853,33 +858,45 @@ def test_a_non_finite_update_is_undone_on_every_block(client, documents):
     assert model.n_batch_iter_ == 5
 
 
-def test_a_held_fit_continues_from_its_checkpoint(client, documents, tmp_path):
-    """A checkpoint writes the blocks' lambda into the saved model; the
-    continued fit equals the uninterrupted one."""
+@pytest.mark.parametrize(
+    "estimator, settings", [(SmoothedLDA, {}), (FilteredLDA, dict(L=2))]
+)
+def test_a_held_fit_continues_from_its_checkpoint(
+    client, documents, tmp_path, estimator, settings
+):
+    """A checkpoint writes the blocks' lambda, window and filter's state
+    into the saved model; the continued fit equals the uninterrupted one."""
     from test_contract import Stop, StopAfter
 
-    blocks = row_blocks(documents, 500)
+    # Blocks kept on the same workers for all three fits: the parts, and so
+    # the grouping of the sums, are the same.
+    blocks = client.persist(row_blocks(documents, 500))
     path = tmp_path / "model.joblib"
     with dask.config.set(PARTITIONED):
-        uninterrupted = lda(SmoothedLDA, {}).fit(blocks)
+        uninterrupted = lda(estimator, settings).fit(blocks)
         stopping = StopAfter(17, Checkpoint(path, every=5))
         with pytest.raises(Stop):
-            lda(SmoothedLDA, {}, callback=stopping).fit(blocks)
+            lda(estimator, settings, callback=stopping).fit(blocks)
         resumed = joblib.load(path)
         assert isinstance(resumed._stored_natural, np.ndarray)
+        assert type(resumed._update_state.window) is SmoothingWindow
         assert resumed.n_batch_iter_ == 15
         resumed.set_params(warm_start=True).fit(blocks)
     assert resumed.n_batch_iter_ == uninterrupted.n_batch_iter_
     assert_array_equal(resumed.components_, uninterrupted.components_)
+    assert_array_equal(
+        resumed.step_size_history_["step_size"],
+        uninterrupted.step_size_history_["step_size"],
+    )
 
 
 def test_a_shard_adds_its_pieces_in_the_order_of_the_parts():
     stored = np.arange(12.0).reshape(6, 2)
     window = SmoothingWindow(1, stored.shape, stored.dtype)
-    shard = ModelShard(stored.copy(), np.full((6, 1), 0.5), 10, window)
-    shard.receive(1, 1, np.array([11, 14]), np.array([[1.0, 1.0], [2.0, 2.0]]))
-    shard.receive(1, 0, np.array([14]), np.array([[4.0, 8.0]]))
-    shard.push(1, False)
+    shard = ModelShard(stored.copy(), np.full((6, 1), 0.5), 10, window, None)
+    shard.receive(1, 7, 1, np.array([11, 14]), np.array([[1.0, 1.0], [2.0, 2.0]]))
+    shard.receive(1, 7, 0, np.array([14]), np.array([[4.0, 8.0]]))
+    shard.push(1, 7, False)
     assert_array_equal(window.sum.rows, [1, 4])
     added, finite = shard.step(1, 0.5)
     assert finite
@@ -890,9 +907,16 @@ def test_a_shard_adds_its_pieces_in_the_order_of_the_parts():
     assert_array_equal(added, [3.5, 5.5])
     # Row 14 is now [11, 14]: eta + c (stored - eta) at c = 0.5, eta = 0.5.
     assert_array_equal(shard.rows_of(np.array([14]), 0.5), [[5.75, 7.25]])
+    # Change 1 is undone, the window's push with it; a later change keeps
+    # what change 1 did.
     shard.undo(1)
     assert_array_equal(shard.contents()[0], stored)
     assert window.count == 0
+    shard.receive(2, 8, 0, np.array([11]), np.array([[2.0, 2.0]]))
+    shard.push(2, 8, False)
+    shard.step(2, 1.0)
+    shard.undo(1)
+    assert_array_equal(shard.contents()[0][1], stored[1] + 2.0)
 
 
 class ShardKillingLDA(SmoothedLDA):

@@ -295,10 +295,10 @@ class FilterRows:
         self.row_offset = np.zeros(len(self.row_offset))
         self.prior = _frozen(prior)
 
-    def advance(self, rows, clock_decay, clock_offset):
-        """The visited ``rows`` take the clock's D and F."""
-        self.row_decay[rows] = clock_decay
-        self.row_offset[rows] = clock_offset
+    def advance(self, total, clock_decay, clock_offset):
+        """The rows of ``total``, visited, take the clock's D and F."""
+        self.row_decay[total.rows] = clock_decay
+        self.row_offset[total.rows] = clock_offset
 
     def rows_between(self, start, stop):
         """The state of rows ``start`` to ``stop - 1``, a new ``FilterRows``."""
@@ -619,7 +619,7 @@ class FilteredStepSize:
             )
             self._mean_excess = decay * other_product - share * other_excess
             self._mean_excess += updated_product
-            self._advance_clock(target.total.rows, decay, share)
+            self._advance_clock(target.total, decay, share)
         self._squared_mean = squared_mean_norm
         self._step_sums = (excess_target, target_norm, updated_target)
         return squared_distance, squared_mean_norm
@@ -633,7 +633,7 @@ class FilteredStepSize:
             or decay == 0.0
             or self._clock_decay * decay < _SMALLEST_CLOCK
             or self._clock_shrink < _SMALLEST_CLOCK
-            or len(target.total.rows) == n_rows
+            or target.total.lists_all(n_rows)
             or not _same_values(target.prior, self.rows.prior)
         )
 
@@ -646,12 +646,12 @@ class FilteredStepSize:
         self.rows.restart(target.prior)
         self._visit_all_rows = False
 
-    def _advance_clock(self, rows, decay, share):
+    def _advance_clock(self, total, decay, share):
         """D_t = D_{t-1} (1 - 1/tau_t), F_t = F_{t-1} + C_t / (tau_t D_t);
-        the visited ``rows`` take the clock's D and F."""
+        the visited rows, those of ``total``, take the clock's D and F."""
         self._clock_decay *= decay
         self._clock_offset += share * self._clock_shrink / self._clock_decay
-        self.rows.advance(rows, self._clock_decay, self._clock_offset)
+        self.rows.advance(total, self._clock_decay, self._clock_offset)
 
     def _follow_step(self, rho, target):
         """Carry the totals and the clock over the update by ``rho``:
