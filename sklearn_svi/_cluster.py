@@ -56,6 +56,7 @@ from ._model_shards import (
     check_partitionable,
     partitions_model,
 )
+from ._permutation import PermutedSpan
 from ._sources import evenly_spaced_rows, register_engine
 from ._threads import thread_pool
 
@@ -183,17 +184,40 @@ def _shape(block):
     return block.shape[0], block.shape[1], block.dtype
 
 
-def _assembled(positions, parts):
-    """The samples of parts, in their order in the minibatch."""
+def _assembled(*parts):
+    """The samples of prepared parts, in their order in the minibatch."""
     X_batch = _stacked([part[0] for part in parts])
-    return X_batch[np.argsort(np.concatenate(positions), kind="stable")]
+    positions = np.concatenate([part[2] for part in parts])
+    return X_batch[np.argsort(positions, kind="stable")]
 
 
-def _prepared_part(model, rows_by_block, *blocks):
-    """The rows ``rows_by_block`` of each block, one under the other, and
-    the same rows prepared for the model's local step."""
+def _prepared_part(model, rows_by_block, positions, *blocks):
+    """The rows ``rows_by_block`` of each block, one under the other, the
+    same rows prepared for the model's local step, and their ``positions``
+    in the minibatch."""
     X_part = _stacked([block[rows] for block, rows in zip(blocks, rows_by_block)])
-    return X_part, model._prepare_minibatch(X_part)
+    return X_part, model._prepare_minibatch(X_part), positions
+
+
+def _block_order(order, offset, n_rows):
+    """The positions in the pass's ``order`` of a block's rows, sorted, and
+    the block's rows in that order."""
+    positions = order.positions_of(np.arange(offset, offset + n_rows))
+    by_position = np.argsort(positions)
+    return positions[by_position], by_position
+
+
+def _sampled_part(model, span, n_blocks, *blocks_and_orders):
+    """The samples of the ``n_blocks`` blocks at the positions ``span`` of
+    the pass's order (each block's ``_block_order`` follows the blocks),
+    prepared as by ``_prepared_part``."""
+    blocks, orders = blocks_and_orders[:n_blocks], blocks_and_orders[n_blocks:]
+    rows_by_block, positions = [], []
+    for sorted_positions, rows in orders:
+        first, last = np.searchsorted(sorted_positions, [span.start, span.stop])
+        rows_by_block.append(rows[first:last])
+        positions.append(sorted_positions[first:last] - span.start)
+    return _prepared_part(model, rows_by_block, np.concatenate(positions), *blocks)
 
 
 def _rows_read(model, part):
@@ -209,10 +233,15 @@ def _worker_threads():
 
 def _part_statistic(payload, part, sample_weight, draw, n_batch):
     """A part's share of the minibatch statistic, at the model in
-    ``payload``, computed on all the threads of its worker."""
+    ``payload``, computed on all the threads of its worker; None for a
+    part without samples. ``sample_weight`` holds the whole minibatch's
+    weights (or is None)."""
+    if part[0].shape[0] == 0:
+        return None
     model = pickle.loads(payload)
+    weights = None if sample_weight is None else sample_weight[part[2]]
     with thread_pool(_worker_threads()):
-        return model._local_statistic(part[1], sample_weight, draw, n_batch)
+        return model._local_statistic(part[1], weights, draw, n_batch)
 
 
 def _held_part_statistic(
@@ -221,12 +250,15 @@ def _held_part_statistic(
     """A part's share of the minibatch statistic, computed on all the
     threads of its worker at lambda's rows read from the ``shards`` that
     hold them, and handed to those shards."""
+    if part[0].shape[0] == 0:
+        return
     model = pickle.loads(payload)
     rows = model._rows_read(part[1])
     model._natural = shards.rows_of(rows, scale)
     model._natural_rows = rows
+    weights = None if sample_weight is None else sample_weight[part[2]]
     with thread_pool(_worker_threads()):
-        statistic = model._local_statistic(part[1], sample_weight, draw, n_batch)
+        statistic = model._local_statistic(part[1], weights, draw, n_batch)
     shards.receive(change, draw, index, statistic)
 
 
@@ -236,13 +268,16 @@ def _same(payload):
 
 
 def _sum_of(*statistics):
-    return _added_statistics(statistics)
+    """The sum of the statistics of the parts that have samples (None for
+    none)."""
+    statistics = [statistic for statistic in statistics if statistic is not None]
+    return _added_statistics(statistics) if statistics else None
 
 
-def _minibatch_call(payload, function, positions, *parts):
-    """``function(model, X_batch)`` for the minibatch that the parts make
-    up, its samples in their order in the minibatch."""
-    return function(pickle.loads(payload), _assembled(positions, parts))
+def _minibatch_call(payload, function, *parts):
+    """``function(model, X_batch)`` for the minibatch that the prepared
+    parts make up, its samples in their order in the minibatch."""
+    return function(pickle.loads(payload), _assembled(*parts))
 
 
 # -- the client's side ---------------------------------------------------------------
@@ -291,21 +326,23 @@ class _Part:
         The address of the worker that holds the blocks, None when unknown.
     blocks : list of int
         The row blocks that hold the samples, in their order.
-    rows : list of ndarray
-        The samples' rows in each block.
-    positions : ndarray
+    rows : list of ndarray or None
+        The samples' rows in each block; None when the worker finds them
+        (a ``PermutedSpan``).
+    positions : ndarray or None
         The samples' places in the minibatch, in the part's order (a list
-        of each block's while the part is cut).
+        of each block's while the part is cut); None when the worker finds
+        them.
     prepared : Future
-        (X_part, prepared part) on the worker.
+        (X_part, prepared part, positions) on the worker.
     rows_read : ndarray or None
         The rows of lambda its local step reads, None for all.
     """
 
     worker: str | None
     blocks: list
-    rows: list
-    positions: list | np.ndarray
+    rows: list | None
+    positions: list | np.ndarray | None
     prepared: object = None
     rows_read: np.ndarray | None = None
 
@@ -388,6 +425,9 @@ class ClusterRows:
         self._pending = []
         # The worker that holds each block, by the block's index.
         self._homes = None
+        # The pass's order and, for each block, the positions of its rows
+        # in it (``_block_order``), on the block's worker.
+        self._orders = (None, [])
         # The handle of lambda's blocks of rows while the workers hold it.
         self.shards = None
 
@@ -458,17 +498,14 @@ class ClusterRows:
         parts = self._parts(rows)
         self._prepare(parts)
         sample = self.client.submit(
-            _assembled,
-            [part.positions for part in parts],
-            [part.prepared for part in parts],
-            pure=False,
+            _assembled, *[part.prepared for part in parts], pure=False
         ).result()
         return sample if batches else sample[:0]
 
     def minibatch(self, rows):
         """Start cutting and preparing the minibatch of the rows ``rows`` (an
-        array or a slice) where its samples are; the result's ``result()``
-        gives it."""
+        array, a slice or a ``PermutedSpan``) where its samples are; the
+        result's ``result()`` gives it."""
         if isinstance(rows, slice):
             rows = np.arange(rows.start, rows.stop)
         pending = _DistributedMinibatch(self.client, rows, self._parts(rows))
@@ -478,7 +515,16 @@ class ClusterRows:
 
     def _parts(self, rows):
         """The minibatch of the rows ``rows`` cut by the workers that hold
-        them, in the order of their first block."""
+        them, in the order of their first block.
+
+        The minibatch of a ``PermutedSpan`` has a part on every worker that
+        holds blocks, which finds its samples itself: the client computes no
+        row of it."""
+        if isinstance(rows, PermutedSpan):
+            parts = {}
+            for block, home in enumerate(self._block_homes()):
+                parts.setdefault(home, _Part(home, [], None, None)).blocks.append(block)
+            return list(parts.values())
         block_of = np.searchsorted(self.offsets, rows, side="right") - 1
         by_block = np.argsort(block_of, kind="stable")
         blocks, starts = np.unique(block_of[by_block], return_index=True)
@@ -508,22 +554,52 @@ class ClusterRows:
             return {}
         return dict(workers=[part.worker], allow_other_workers=True)
 
-    def _prepare(self, parts):
-        """Submit the preparation of the parts."""
+    def _prepare(self, parts, span=None):
+        """Submit the preparation of the parts; of a ``PermutedSpan``'s,
+        the workers find their samples by the positions of their rows."""
+        orders = None if span is None else self._block_orders(span.order)
         for part in parts:
+            blocks = [self.blocks[block] for block in part.blocks]
+            if span is None:
+                function, arguments = _prepared_part, (part.rows, part.positions)
+            else:
+                function = _sampled_part
+                arguments = (span.span, len(blocks))
+                blocks += [orders[block] for block in part.blocks]
             part.prepared = self.client.submit(
-                _prepared_part,
+                function,
                 self.parameters,
-                part.rows,
-                *[self.blocks[block] for block in part.blocks],
+                *arguments,
+                *blocks,
                 pure=False,
                 **self._placement(part),
             )
 
+    def _block_orders(self, order):
+        """The positions of each block's rows in the pass's ``order``
+        (``_block_order``), computed once per pass where the block is."""
+        current, futures = self._orders
+        if current is not order:
+            homes = self._block_homes()
+            futures = [
+                self.client.submit(
+                    _block_order,
+                    order,
+                    int(start),
+                    int(stop - start),
+                    pure=False,
+                    **self._placement(_Part(home, [], None, None)),
+                )
+                for start, stop, home in zip(self.offsets[:-1], self.offsets[1:], homes)
+            ]
+            self._orders = (order, futures)
+        return futures
+
     def _prepare_pending(self, pending):
         """Submit the preparation of a minibatch's parts and, unless the
         workers hold lambda, the look-up of the rows of lambda they read."""
-        self._prepare(pending.parts)
+        span = pending.rows if isinstance(pending.rows, PermutedSpan) else None
+        self._prepare(pending.parts, span)
         if self.shards is not None:
             return
         pending.reads = [
@@ -603,14 +679,13 @@ class ClusterRows:
             payload = _serialized(self.model._local_copy(_rows_of_all(minibatch.parts)))
             try:
                 copies, sent = self._broadcast(payload, minibatch.parts)
+                weights = self._scattered_weights(sample_weight)
                 parts = [
                     self.client.submit(
                         _part_statistic,
                         copy,
                         part.prepared,
-                        None
-                        if sample_weight is None
-                        else sample_weight[part.positions],
+                        weights,
                         draw,
                         minibatch.size,
                         pure=False,
@@ -645,6 +720,13 @@ class ClusterRows:
             )
             return statistic
 
+    def _scattered_weights(self, sample_weight):
+        """The minibatch's annealing weights sent once, to one worker, for
+        every part to read its samples' from (None for none)."""
+        if sample_weight is None:
+            return None
+        return self.client.scatter(sample_weight, hash=False)
+
     def _held_statistic(self, minibatch, sample_weight, draw):
         """The parts' statistics handed to the blocks of lambda that hold
         their rows; the handle of the statistic they make up together.
@@ -655,12 +737,13 @@ class ClusterRows:
         """
         scale = self.model._update_state.scaled_rows.scale
         payload = _serialized(self.model._local_copy(np.empty(0, dtype=np.intp)))
+        weights = self._scattered_weights(sample_weight)
         parts = [
             self.client.submit(
                 _held_part_statistic,
                 payload,
                 part.prepared,
-                None if sample_weight is None else sample_weight[part.positions],
+                weights,
                 draw,
                 minibatch.size,
                 index,
@@ -794,7 +877,6 @@ class ClusterRows:
             _minibatch_call,
             payload,
             function,
-            [part.positions for part in minibatch.parts],
             *[part.prepared for part in minibatch.parts],
             pure=False,
         ).result()

@@ -34,7 +34,7 @@ from sklearn.utils import check_random_state, gen_batches
 from ._contract import OnlineModel
 from ._mechanisms import NoisyOptimum, SmoothingWindow
 from ._parameters import OnlineParameters
-from ._permutation import KeyedPermutation
+from ._permutation import KeyedPermutation, PermutedSpan
 from ._persistence import VersionedState
 from ._sources import training_rows
 from ._threads import sum_rows, thread_pool
@@ -479,7 +479,7 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
         )
 
         def rows_of(span):
-            return span if order is None else order[span]
+            return span if order is None else PermutedSpan(order, span)
 
         # Each minibatch is sliced and prepared while the one before it is
         # processed.
@@ -502,7 +502,9 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
                             position, next_row=span.stop
                         )
             except (ValueError, FloatingPointError) as error:
-                samples = np.arange(data.n_samples)[rows_of(span)]
+                samples = np.arange(data.n_samples)[
+                    span if order is None else order[span]
+                ]
                 raise refused_update(
                     error,
                     data.least_likely_samples(minibatch),

@@ -71,14 +71,65 @@ class KeyedPermutation:
             left, right = right, hashed
         return (left << self._half_bits) | right
 
+    def _decrypted(self, values):
+        """The inverse of :meth:`_encrypted`: the rounds in reverse."""
+        left = values >> self._half_bits
+        right = values & self._half_mask
+        for round_key in self._round_keys[::-1]:
+            hashed = _mixed(left ^ round_key)
+            hashed &= self._half_mask
+            hashed ^= right
+            left, right = hashed, left
+        return (left << self._half_bits) | right
+
+    def _walked(self, values, cipher):
+        """``cipher`` applied to each value until it falls below n."""
+        values = cipher(values)
+        outside = np.flatnonzero(values >= self.n_samples)
+        while outside.size:
+            values[outside] = cipher(values[outside])
+            outside = outside[values[outside] >= self.n_samples]
+        return values.astype(np.intp)
+
     def __getitem__(self, positions):
         """The samples at ``positions`` of the order (a slice or an array)."""
         if isinstance(positions, slice):
             start, stop, step = positions.indices(self.n_samples)
             positions = np.arange(start, stop, step)
-        samples = self._encrypted(np.asarray(positions, dtype=np.uint64))
-        outside = np.flatnonzero(samples >= self.n_samples)
-        while outside.size:
-            samples[outside] = self._encrypted(samples[outside])
-            outside = outside[samples[outside] >= self.n_samples]
-        return samples.astype(np.intp)
+        return self._walked(np.asarray(positions, dtype=np.uint64), self._encrypted)
+
+    def positions_of(self, samples):
+        """The positions in the order of ``samples``: the inverse map.
+
+        Cycle walking backwards retraces the walk forwards, so that
+        ``order.positions_of(order[p]) == p``.
+        """
+        return self._walked(np.asarray(samples, dtype=np.uint64), self._decrypted)
+
+
+class PermutedSpan:
+    """The samples at the positions ``span`` of a :class:`KeyedPermutation`:
+    a minibatch of a pass of ``fit``, before its rows are computed.
+
+    A cluster's workers find their own samples of it, by the positions of
+    the rows they hold (:meth:`KeyedPermutation.positions_of`); anything
+    else reads ``rows()``.
+
+    Parameters
+    ----------
+    order : KeyedPermutation
+        The pass's order.
+    span : slice
+        The positions, from ``span.start`` to ``span.stop - 1``.
+    """
+
+    def __init__(self, order, span):
+        self.order = order
+        self.span = span
+
+    def __len__(self):
+        return self.span.stop - self.span.start
+
+    def rows(self):
+        """The samples, in their order in the minibatch."""
+        return self.order[self.span]

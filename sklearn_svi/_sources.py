@@ -24,6 +24,7 @@ from typing import Protocol
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from ._permutation import PermutedSpan
 from ._threads import prefetch
 
 
@@ -67,7 +68,8 @@ class RowSource(Protocol):
 
     def minibatch(self, rows) -> PendingMinibatch:
         """Start cutting and preparing the minibatch of the rows ``rows``
-        (an array of indices or a slice)."""
+        (an array of indices, a slice, or the ``PermutedSpan`` of a pass of
+        ``fit``)."""
 
     def holding_natural(self, model):
         """A context in which lambda may be held where the rows are; the
@@ -238,6 +240,8 @@ class InMemoryRows:
         return prefetch(self._minibatch, rows)
 
     def _minibatch(self, rows):
+        if isinstance(rows, PermutedSpan):
+            rows = rows.rows()
         X_batch = self.X[rows]
         return _Minibatch(X_batch, self.model._prepare_minibatch(X_batch))
 

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
 
 import sklearn_svi._online
@@ -728,6 +729,32 @@ def test_dask_ml_incremental_gives_partial_fit_over_the_blocks(
         alone.score(dense),
         rtol=1e-12,
     )
+
+
+@pytest.mark.parametrize("partitioned", [False, True])
+@pytest.mark.parametrize("estimator", [SmoothedLDA, AnnealedLDA])
+def test_the_workers_find_their_samples_of_each_minibatch(
+    client, documents, monkeypatch, estimator, partitioned
+):
+    """A pass's minibatches are found by the workers from the positions of
+    their own rows: the client computes no row of them (its order would
+    raise), the fit is that of one machine, and a worker whose blocks hold
+    none of a minibatch's samples has an empty part."""
+    from sklearn_svi._permutation import KeyedPermutation
+
+    X = documents[:120]
+    alone = estimator(n_components=5, batch_size=4, max_iter=2, random_state=0)
+    on_cluster = clone(alone)
+    alone.fit(X)
+
+    def refused(self, positions):
+        raise AssertionError("the client computed a minibatch's rows")
+
+    monkeypatch.setattr(KeyedPermutation, "__getitem__", refused)
+    with dask.config.set({"sklearn-svi.partition-model": partitioned}):
+        on_cluster.fit(row_blocks(X, 10))
+    assert on_cluster.n_batch_iter_ == alone.n_batch_iter_ == 60
+    assert_allclose(on_cluster.components_, alone.components_, rtol=1e-10)
 
 
 # -- lambda held by the workers in blocks of rows ----------------------------------

@@ -312,6 +312,8 @@ def test_a_keyed_order_visits_every_sample_once(n_samples, key):
     )
     assert_array_equal(np.sort(visited), np.arange(n_samples))
     assert_array_equal(order[np.arange(n_samples)], visited)
+    # The inverse map: each sample's position, where a worker finds its own.
+    assert_array_equal(order.positions_of(visited), np.arange(n_samples))
 
 
 def test_keyed_orders_are_spread_evenly():
