@@ -631,6 +631,7 @@ class ClusterRows:
             state.window,
             filter_rows,
             sorted(self.client.nthreads()),
+            self.timeout,
         )
         model.__dict__["_natural"] = self.shards
         state.window = HeldWindow(

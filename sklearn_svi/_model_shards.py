@@ -309,24 +309,31 @@ class RowShards:
         Number of columns.
     dtype : dtype
         Floating point type.
+    timeout : float or None, default=None
+        Seconds that a call waits for a block before it stops with an
+        error; None for no limit.
     futures : list of Future
         The actors' futures, which keep them alive; the handle sent to a
         worker leaves them behind.
     """
 
-    def __init__(self, actors, bounds, n_components, dtype, futures=()):
+    def __init__(self, actors, bounds, n_components, dtype, timeout=None, futures=()):
         self.actors = actors
         self.bounds = bounds
         self.shape = (int(bounds[-1]), n_components)
         self.dtype = np.dtype(dtype)
+        self.timeout = timeout
         self.futures = list(futures)
         self.change = 0
 
     @classmethod
-    def scattered(cls, client, stored, prior, window, filter_rows, workers):
+    def scattered(
+        cls, client, stored, prior, window, filter_rows, workers, timeout=None
+    ):
         """Cut ``stored`` (with its ``prior`` of the compiled passes), the
         smoothing ``window`` and a filter's ``filter_rows`` (or None) into
-        one block of rows per worker, each held by a :class:`ModelShard`."""
+        one block of rows per worker, each held by a :class:`ModelShard`;
+        calls wait ``timeout`` seconds at most."""
         bounds = np.linspace(0, len(stored), len(workers) + 1).astype(np.intp)
         futures = [
             client.submit(
@@ -342,7 +349,7 @@ class RowShards:
             for worker, start, stop in zip(workers, bounds[:-1], bounds[1:])
         ]
         actors = [future.result() for future in futures]
-        return cls(actors, bounds, stored.shape[1], stored.dtype, futures)
+        return cls(actors, bounds, stored.shape[1], stored.dtype, timeout, futures)
 
     def lost(self):
         """Whether a worker that held a block was lost, and the block with it."""
@@ -361,7 +368,7 @@ class RowShards:
     def contents(self):
         """The stored array, the smoothing window and the filter's state of
         the rows (None for a schedule), gathered."""
-        parts = _results([actor.contents() for actor in self.actors])
+        parts = self._results([actor.contents() for actor in self.actors])
         stored, windows, filter_rows = zip(*parts)
         window = SmoothingWindow.stacked(windows, self.bounds[:-1])
         if filter_rows[0] is not None:
@@ -373,7 +380,7 @@ class RowShards:
     def rows_of(self, rows, scale):
         """lambda on the sorted ``rows``, read from the shards that hold them."""
         cuts = np.searchsorted(rows, self.bounds)
-        blocks = _results(
+        blocks = self._results(
             [
                 actor.rows_of(rows[first:last], scale)
                 for actor, first, last in zip(self.actors, cuts[:-1], cuts[1:])
@@ -387,7 +394,7 @@ class RowShards:
     def receive(self, change, draw, index, statistic):
         """Hand each shard its rows of part ``index``'s statistic."""
         cuts = np.searchsorted(statistic.rows, self.bounds)
-        _results(
+        self._results(
             [
                 actor.receive(
                     change,
@@ -404,7 +411,7 @@ class RowShards:
     def _on_every_shard(self, method, *arguments):
         """``method(change, *arguments)`` on every shard; the results in the
         order of the rows."""
-        return _results(
+        return self._results(
             [getattr(actor, method)(self.change, *arguments) for actor in self.actors]
         )
 
@@ -457,9 +464,20 @@ class RowShards:
     def totals(self):
         """The sums of the stored array over its rows, in float64."""
         totals = np.zeros(self.shape[1])
-        for shard_totals in _results([actor.totals() for actor in self.actors]):
+        for shard_totals in self._results([actor.totals() for actor in self.actors]):
             totals += shard_totals
         return totals
+
+    def _results(self, actor_futures):
+        """The calls' results, or a clear error after ``timeout`` seconds."""
+        try:
+            return [future.result(timeout=self.timeout) for future in actor_futures]
+        except TimeoutError:
+            raise TimeoutError(
+                f"A block of lambda did not answer within {self.timeout:g} s; "
+                "its worker may hang. The update stops, and the blocks that "
+                "answered undo it."
+            ) from None
 
     # -- one part of a transaction ------------------------------------------------
 
@@ -477,7 +495,7 @@ class RowShards:
         on: the error that stopped the update is the one raised.
         """
         with contextlib.suppress(Exception):
-            _results([actor.undo(self.change) for actor in self.actors])
+            self._results([actor.undo(self.change) for actor in self.actors])
 
     def release(self):
         """Let the actors go."""
@@ -607,7 +625,3 @@ def _unchanged(value):
     """``value`` itself: what a pickled ``HeldWindow`` or ``HeldFilterRows``
     loads as, the whole state gathered from the blocks."""
     return value
-
-
-def _results(actor_futures):
-    return [future.result() for future in actor_futures]

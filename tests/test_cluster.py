@@ -615,11 +615,20 @@ class HangingLDA(SmoothedLDA):
         return super()._local_statistic(documents, sample_weight, draw, n_batch)
 
 
-def test_a_hung_worker_stops_the_update_with_a_clear_error(client, documents):
+@pytest.mark.parametrize("partitioned", [False, True])
+def test_a_hung_worker_stops_the_update_with_a_clear_error(
+    client, documents, partitioned
+):
+    """Also with lambda on the workers: the blocks undo the update, and the
+    model gets its lambda back."""
     blocks = row_blocks(documents, 500)
     reference = HangingLDA().partial_fit(blocks[:400])
     model = HangingLDA(hang_at=5, seconds=8.0)
-    with dask.config.set({"sklearn-svi.update-timeout": "1s"}):
+    settings = {
+        "sklearn-svi.update-timeout": "1s",
+        "sklearn-svi.partition-model": partitioned,
+    }
+    with dask.config.set(settings):
         with pytest.raises(TimeoutError, match="Update 5 waited 1 s for the workers"):
             model.partial_fit(blocks)
     # The four updates before it stand, and nothing of the fifth.
