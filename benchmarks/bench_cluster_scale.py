@@ -230,17 +230,25 @@ def measurement_row(n_workers, n_components, where, fit):
 
 def client_cost_model(fits, where):
     """Least squares fit of the client's CPU seconds per update with lambda
-    on the ``where`` side, a + b W + c (MB sent and received): a fixed
-    cost, a cost per worker (the tasks submitted for it), and a cost per
-    megabyte moved."""
+    on the ``where`` side.
+
+    On the client: a + b W + c (MB sent and received), a fixed cost, a cost
+    per worker (the tasks submitted for it) and a cost per megabyte moved
+    (the rows of lambda and the statistic). On the workers the client moves
+    a few kilobytes per worker, so its bytes follow W and the fit is
+    a + b W (c = 0).
+    """
     cases = [(case, by_side[where]) for case, by_side in fits.items()]
+    seconds = np.array([fit["cpu"] for _, fit in cases])
+    if where == "workers":
+        design = np.array([[1.0, n_workers] for (n_workers, _), _ in cases])
+        return (*np.linalg.lstsq(design, seconds, rcond=None)[0], 0.0)
     design = np.array(
         [
             [1.0, n_workers, (fit["sent"] + fit["received"]) / 1e6]
             for (n_workers, _), fit in cases
         ]
     )
-    seconds = np.array([fit["cpu"] for _, fit in cases])
     return np.linalg.lstsq(design, seconds, rcond=None)[0]
 
 
@@ -340,6 +348,11 @@ def extrapolation(
         [
             "lambda on the client: client memory (lambda, rows sent, statistic)",
             f"{3 * each_way / 1e9:.0f} GB",
+        ],
+        [
+            "fitted, lambda on the workers: client CPU per update, fixed and "
+            "per worker",
+            f"{1e3 * fixed_held:.1f} ms + {1e3 * per_worker_held:.1f} ms W",
         ],
         [
             "lambda on the workers: client bytes per update",

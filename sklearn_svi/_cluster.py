@@ -47,7 +47,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import clone
 
-from ._mechanisms import SparseStatistic
+from ._mechanisms import added_statistics
 from ._model_shards import (
     HeldFilterRows,
     HeldStatistic,
@@ -271,7 +271,10 @@ def _sum_of(*statistics):
     """The sum of the statistics of the parts that have samples (None for
     none)."""
     statistics = [statistic for statistic in statistics if statistic is not None]
-    return _added_statistics(statistics) if statistics else None
+    if not statistics:
+        return None
+    first = statistics[0]
+    return added_statistics(statistics, first.block.shape[1], first.block.dtype)
 
 
 def _minibatch_call(payload, function, *parts):
@@ -289,23 +292,6 @@ def _serialized(model):
     import cloudpickle
 
     return cloudpickle.dumps(model, protocol=5)
-
-
-def _added_statistics(statistics):
-    """The sum of statistics, added in the order given."""
-    if len(statistics) == 1:
-        return statistics[0]
-    rows = np.unique(np.concatenate([statistic.rows for statistic in statistics]))
-    first = statistics[0]
-    block = np.zeros((len(rows), first.block.shape[1]), dtype=first.block.dtype)
-    for statistic in statistics:
-        block[np.searchsorted(rows, statistic.rows)] += statistic.block
-    sample_mean = None
-    if first.sample_mean is not None:
-        sample_mean = first.sample_mean.copy()
-        for statistic in statistics[1:]:
-            sample_mean += statistic.sample_mean
-    return SparseStatistic(rows, block, sample_mean)
 
 
 def _rows_of_all(parts):

@@ -1,27 +1,31 @@
 """lambda partitioned by rows over the workers of a Dask cluster.
 
-With Dask's configuration ``"sklearn-svi.partition-model"`` set, a fit of
-plain SVI on a cluster keeps the stored array of lambda (lambda =
-eta + c (stored - eta), :class:`~sklearn_svi._update_state.ScaledRows`) in
-one block of rows per worker, each held by a Dask actor, a
-:class:`ModelShard`. An update then moves no part of lambda through the
-client:
+With Dask's configuration ``"sklearn-svi.partition-model"`` set, a fit on a
+cluster keeps the stored array of lambda (lambda = eta + c (stored - eta),
+:class:`~sklearn_svi._update_state.ScaledRows`), the smoothing window and a
+filter's state of each row in one block of rows per worker, each held by a
+Dask actor, a :class:`ModelShard`. An update then moves no part of them
+through the client:
 
 1. each part of the minibatch (one per worker, :mod:`sklearn_svi._cluster`)
-   asks the shards for the rows that its local step reads, straight from
-   worker to worker, computes its statistic, and hands each shard the rows
+   asks the blocks for the rows that its local step reads, straight from
+   worker to worker, computes its statistic, and hands each block the rows
    of the statistic that it holds;
-2. the client computes rho and sends each shard the factor of the scaled
-   update, rho N / c_t; each shard adds its pieces in the order of the
-   parts, applies the update to its rows with the compiled pass of one
-   machine, and returns the sums over its rows of what it added.
+2. the client runs the update as on one machine (``OnlineUpdateMixin``),
+   with handles in the place of the arrays: :class:`RowShards` for the
+   stored array, :class:`HeldWindow` for the window and
+   :class:`HeldFilterRows` for a filter's rows. Each pass over the rows
+   becomes a call to every block, which runs the compiled pass of one
+   machine on its rows and returns its sums (the filter's norms, the new
+   rows' totals), added on the client in the order of the rows.
 
-The client keeps the scale c, the sums of lambda over the rows (the
+The client keeps the scalars, the sums of lambda over the rows (the
 topics' totals) and the schedule: per update it sends and receives a few
-bytes per worker and per component, none per row. Each shard keeps what the
-update changed until the next one, so that a failed update is undone on
-every shard. The model's own copy of lambda is written back when the fit
-ends or stops, and whenever the model is pickled (a ``Checkpoint``).
+bytes per worker and per component, none per row. Each block keeps what a
+change (one transaction of the model) altered until the next one begins, so
+that a failed update is undone on every block. The model's own copies are
+written back when the fit ends or stops, and whenever the model is pickled
+(a ``Checkpoint``).
 """
 
 import contextlib
@@ -29,8 +33,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._mechanisms import SmoothingWindow, SparseStatistic
-from ._mechanisms._step_sizes import FilterRows, NoisyOptimum, _frozen
+from ._mechanisms import (
+    FilterRows,
+    NoisyOptimum,
+    SmoothingWindow,
+    SparseStatistic,
+    added_statistics,
+    frozen_prior,
+)
 from ._threads import sum_rows
 from ._update_fast import add_to_rows, scaled_rows_of, step_toward_target
 from ._update_state import raise_to_floor
@@ -105,18 +115,6 @@ def check_partitionable(model):
         )
 
 
-def _added_pieces(pieces, n_components, dtype):
-    """The sum of pieces (rows, block), added in the order given, on the
-    union of their rows."""
-    if not pieces:
-        return np.empty(0, dtype=np.intp), np.empty((0, n_components), dtype=dtype)
-    rows = np.unique(np.concatenate([piece_rows for piece_rows, _ in pieces]))
-    block = np.zeros((len(rows), n_components), dtype=dtype)
-    for piece_rows, piece_block in pieces:
-        block[np.searchsorted(rows, piece_rows)] += piece_block
-    return rows, block
-
-
 class ModelShard:
     """Rows ``start`` to ``start + len(stored)`` of lambda's stored array, of
     the smoothing window and of the filter's state, held by one worker (a
@@ -168,15 +166,19 @@ class ModelShard:
     def receive(self, change, draw, index, rows, block):
         """Keep the piece of part ``index`` of update ``draw``'s statistic."""
         self._begin(change)
-        self._pieces.setdefault(draw, {})[index] = (rows - self.start, block)
+        piece = SparseStatistic(rows - self.start, block)
+        self._pieces.setdefault(draw, {})[index] = piece
 
     def _statistic(self, draw, negatively_weighted=False):
         """Update ``draw``'s statistic on these rows, its pieces added in
         the order of the parts, and forgotten."""
         pieces = self._pieces.pop(draw, {})
-        pieces = [pieces[index] for index in sorted(pieces)]
-        rows, block = _added_pieces(pieces, self.stored.shape[1], self.stored.dtype)
-        return SparseStatistic(rows, block, None, negatively_weighted)
+        total = added_statistics(
+            [pieces[index] for index in sorted(pieces)],
+            self.stored.shape[1],
+            self.stored.dtype,
+        )
+        return SparseStatistic(total.rows, total.block, None, negatively_weighted)
 
     def push(self, change, draw, negatively_weighted):
         """Push update ``draw``'s statistic into the window."""
@@ -537,7 +539,7 @@ class HeldFilterRows:
 
     def restart(self, prior):
         self.shards.restart_clock()
-        self.prior = _frozen(prior)
+        self.prior = frozen_prior(prior)
 
     def advance(self, total, clock_decay, clock_offset):
         self.shards.advance_clock(clock_decay, clock_offset)

@@ -17,13 +17,15 @@ from ._settings import (
     learning_rate_constraint,
     renamed_constraint,
 )
-from ._smoothing import SmoothingWindow, SparseStatistic
+from ._smoothing import SmoothingWindow, SparseStatistic, added_statistics
 from ._step_sizes import (
     ConstantStepSize,
     FilteredStepSize,
+    FilterRows,
     NoisyOptimum,
     RobbinsMonroStepSize,
     StepSize,
+    frozen_prior,
 )
 
 __all__ = [
@@ -33,6 +35,7 @@ __all__ = [
     "AdaptiveGain",
     "AnnealingWeights",
     "ConstantStepSize",
+    "FilterRows",
     "FilteredStepSize",
     "GaussianFilter",
     "Mechanisms",
@@ -42,6 +45,8 @@ __all__ = [
     "SparseStatistic",
     "StepSize",
     "StudentTFilter",
+    "added_statistics",
+    "frozen_prior",
     "learning_rate_constraint",
     "renamed_constraint",
 ]

@@ -72,6 +72,39 @@ def _replace_rows(total, oldest, newest, span):
     replace_rows(total, old_rows, old_block, *newest.restricted_to(span))
 
 
+def added_statistics(statistics, n_components, dtype):
+    """The sum of sparse statistics, added in the order given on the union
+    of their rows (and their ``sample_mean``, when they carry one).
+
+    Parameters
+    ----------
+    statistics : list of SparseStatistic
+        The statistics; none for a statistic of no rows.
+    n_components, dtype :
+        The columns and the type of the sum.
+
+    Returns
+    -------
+    total : SparseStatistic
+    """
+    if len(statistics) == 1:
+        return statistics[0]
+    if not statistics:
+        return SparseStatistic(
+            np.empty(0, dtype=np.intp), np.empty((0, n_components), dtype=dtype)
+        )
+    rows = np.unique(np.concatenate([statistic.rows for statistic in statistics]))
+    block = np.zeros((len(rows), n_components), dtype=dtype)
+    for statistic in statistics:
+        block[np.searchsorted(rows, statistic.rows)] += statistic.block
+    sample_mean = None
+    if statistics[0].sample_mean is not None:
+        sample_mean = statistics[0].sample_mean.copy()
+        for statistic in statistics[1:]:
+            sample_mean += statistic.sample_mean
+    return SparseStatistic(rows, block, sample_mean)
+
+
 def _stacked_statistics(parts, starts):
     """The statistic whose rows from ``starts[i]`` on are those of
     ``parts[i]``."""

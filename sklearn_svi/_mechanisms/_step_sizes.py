@@ -75,7 +75,7 @@ class NoisyOptimum:
         return (*self.total.restricted_to(span), self.scale, self.prior)
 
 
-def _frozen(prior):
+def frozen_prior(prior):
     """A copy of the prior eta, a broadcast of its first row if it is one."""
     if prior.strides[0] == 0:
         return np.broadcast_to(np.array(prior[:1]), prior.shape)
@@ -293,7 +293,7 @@ class FilterRows:
         of every row restarts, and eta is kept as it is now."""
         self.row_decay = np.ones(len(self.row_decay))
         self.row_offset = np.zeros(len(self.row_offset))
-        self.prior = _frozen(prior)
+        self.prior = frozen_prior(prior)
 
     def advance(self, total, clock_decay, clock_offset):
         """The rows of ``total``, visited, take the clock's D and F."""
@@ -307,20 +307,19 @@ class FilterRows:
         part.row_decay = self.row_decay[start:stop].copy()
         part.row_offset = self.row_offset[start:stop].copy()
         if self.prior is not None:
-            part.prior = _frozen(self.prior[start:stop])
+            part.prior = frozen_prior(self.prior[start:stop])
         return part
 
     @classmethod
     def stacked(cls, parts):
         """The state of the rows of ``parts``, one after the other: the
-        inverse of :meth:`rows_between`."""
+        inverse of :meth:`rows_between`, but for ``prior``, which the
+        caller sets."""
         first = parts[0]
         whole = cls(0, first.mean_difference.shape[1], first.mean_difference.dtype)
         whole.mean_difference = np.concatenate([part.mean_difference for part in parts])
         whole.row_decay = np.concatenate([part.row_decay for part in parts])
         whole.row_offset = np.concatenate([part.row_offset for part in parts])
-        if first.prior is not None:
-            whole.prior = _frozen(np.concatenate([part.prior for part in parts]))
         return whole
 
     def begin(self):
