@@ -668,16 +668,8 @@ class ClusterRows:
                 copies, sent = self._broadcast(payload, minibatch.parts)
                 weights = self._scattered_weights(sample_weight)
                 parts = [
-                    self.client.submit(
-                        _part_statistic,
-                        copy,
-                        part.prepared,
-                        weights,
-                        draw,
-                        minibatch.size,
-                        pure=False,
-                        priority=1,
-                        **self._placement(part),
+                    self._part_task(
+                        _part_statistic, part, copy, weights, draw, minibatch.size
                     )
                     for part, copy in zip(minibatch.parts, copies)
                 ]
@@ -707,6 +699,19 @@ class ClusterRows:
             )
             return statistic
 
+    def _part_task(self, function, part, payload, *arguments):
+        """``function(payload, prepared part, *arguments)`` on the part's
+        worker, before the preparation of the next minibatch."""
+        return self.client.submit(
+            function,
+            payload,
+            part.prepared,
+            *arguments,
+            pure=False,
+            priority=1,
+            **self._placement(part),
+        )
+
     def _scattered_weights(self, sample_weight):
         """The minibatch's annealing weights sent once, to one worker, for
         every part to read its samples' from (None for none)."""
@@ -726,10 +731,10 @@ class ClusterRows:
         payload = _serialized(self.model._local_copy(np.empty(0, dtype=np.intp)))
         weights = self._scattered_weights(sample_weight)
         parts = [
-            self.client.submit(
+            self._part_task(
                 _held_part_statistic,
+                part,
                 payload,
-                part.prepared,
                 weights,
                 draw,
                 minibatch.size,
@@ -737,9 +742,6 @@ class ClusterRows:
                 self.shards,
                 self.shards.change,
                 scale,
-                pure=False,
-                priority=1,
-                **self._placement(part),
             )
             for index, part in enumerate(minibatch.parts)
         ]

@@ -102,6 +102,22 @@ def row_blocks(X, rows_per_block):
     return da.from_array(X, chunks=(rows_per_block, X.shape[1]), asarray=False)
 
 
+def assert_same_fit(fitted, alone, rtol):
+    """The same updates, components, step sizes and evaluation scores."""
+    assert fitted.n_batch_iter_ == alone.n_batch_iter_
+    assert_allclose(fitted.components_, alone.components_, rtol=rtol)
+    assert_allclose(
+        fitted.step_size_history_["step_size"],
+        alone.step_size_history_["step_size"],
+        rtol=rtol,
+    )
+    assert_allclose(
+        fitted.evaluation_history_["score"],
+        alone.evaluation_history_["score"],
+        rtol=rtol,
+    )
+
+
 def run_python(code):
     """Run ``code`` in a new Python process, without this one's client."""
     return subprocess.run(
@@ -141,20 +157,9 @@ def test_lda_on_a_dask_array_equals_the_fit_on_one_machine(
     differ from one machine's only by the grouping of their sums."""
     alone = lda(estimator, settings).fit(documents)
     on_cluster = lda(estimator, settings).fit(row_blocks(documents, 400))
-    assert on_cluster.n_batch_iter_ == alone.n_batch_iter_
     assert on_cluster.n_features_in_ == alone.n_features_in_
-    assert_allclose(on_cluster.components_, alone.components_, rtol=1e-9)
     assert_allclose(on_cluster.doc_topic_prior_, alone.doc_topic_prior_, rtol=1e-9)
-    assert_allclose(
-        on_cluster.step_size_history_["step_size"],
-        alone.step_size_history_["step_size"],
-        rtol=1e-9,
-    )
-    assert_allclose(
-        on_cluster.evaluation_history_["score"],
-        alone.evaluation_history_["score"],
-        rtol=1e-9,
-    )
+    assert_same_fit(on_cluster, alone, rtol=1e-9)
 
 
 def test_a_parts_copy_holds_eta_of_its_own_words(documents):
@@ -799,24 +804,13 @@ def test_lambda_held_by_the_workers_gives_the_fit_of_one_machine(
     with dask.config.set(PARTITIONED):
         held = lda(estimator, settings).fit(row_blocks(documents, 400))
     assert isinstance(held._stored_natural, np.ndarray)
-    assert held.n_batch_iter_ == alone.n_batch_iter_
+    assert_same_fit(held, alone, rtol=1e-10)
     assert_allclose(
         held._update_state.scaled_rows.scale,
         alone._update_state.scaled_rows.scale,
         rtol=1e-10,
     )
-    assert_allclose(held.components_, alone.components_, rtol=1e-10)
     assert_allclose(held._topic_totals, alone._topic_totals, rtol=1e-10)
-    assert_allclose(
-        held.step_size_history_["step_size"],
-        alone.step_size_history_["step_size"],
-        rtol=1e-10,
-    )
-    assert_allclose(
-        held.evaluation_history_["score"],
-        alone.evaluation_history_["score"],
-        rtol=1e-10,
-    )
     if estimator is AnnealedLDA:
         # Negative weights: the blocks projected as many entries as one machine.
         assert alone.n_projected_ > 0
