@@ -80,8 +80,9 @@ class HeldStatistic:
     negatively_weighted: bool = False
     lists_every_row: bool = False
     windowed: bool = False
+    # What ``_after_update`` may read of a statistic; the blocks keep no
+    # per-sample vector (learned priors are refused).
     sample_mean = None
-    nbytes = 0
 
     def lists_all(self, n_rows):
         """Whether it lists all ``n_rows`` rows of lambda."""
