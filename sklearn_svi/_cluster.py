@@ -49,11 +49,9 @@ from sklearn.base import clone
 
 from ._mechanisms import added_statistics
 from ._model_shards import (
-    HeldFilterRows,
     HeldStatistic,
-    HeldWindow,
-    RowShards,
     check_partitionable,
+    held_by_workers,
     partitions_model,
 )
 from ._permutation import PermutedSpan
@@ -231,6 +229,15 @@ def _worker_threads():
     return get_worker().state.nthreads
 
 
+def _statistic_of_part(model, part, sample_weight, draw, n_batch):
+    """The model's local step of a prepared part on all the threads of its
+    worker, with its samples' weights of the minibatch's ``sample_weight``
+    (None for none)."""
+    weights = None if sample_weight is None else sample_weight[part[2]]
+    with thread_pool(_worker_threads()):
+        return model._local_statistic(part[1], weights, draw, n_batch)
+
+
 def _part_statistic(payload, part, sample_weight, draw, n_batch):
     """A part's share of the minibatch statistic, at the model in
     ``payload``, computed on all the threads of its worker; None for a
@@ -238,10 +245,7 @@ def _part_statistic(payload, part, sample_weight, draw, n_batch):
     weights (or is None)."""
     if part[0].shape[0] == 0:
         return None
-    model = pickle.loads(payload)
-    weights = None if sample_weight is None else sample_weight[part[2]]
-    with thread_pool(_worker_threads()):
-        return model._local_statistic(part[1], weights, draw, n_batch)
+    return _statistic_of_part(pickle.loads(payload), part, sample_weight, draw, n_batch)
 
 
 def _held_part_statistic(
@@ -256,9 +260,7 @@ def _held_part_statistic(
     rows = model._rows_read(part[1])
     model._natural = shards.rows_of(rows, scale)
     model._natural_rows = rows
-    weights = None if sample_weight is None else sample_weight[part[2]]
-    with thread_pool(_worker_threads()):
-        statistic = model._local_statistic(part[1], weights, draw, n_batch)
+    statistic = _statistic_of_part(model, part, sample_weight, draw, n_batch)
     shards.receive(change, draw, index, statistic)
 
 
@@ -534,11 +536,12 @@ class ClusterRows:
             ]
         return self._homes
 
-    def _placement(self, part):
-        """Where a part's tasks run: on its worker, or elsewhere if it is lost."""
-        if part.worker is None:
+    def _placement(self, worker):
+        """Where a task runs: on ``worker`` (a part's, a block's), or
+        elsewhere if it is lost or unknown (None)."""
+        if worker is None:
             return {}
-        return dict(workers=[part.worker], allow_other_workers=True)
+        return dict(workers=[worker], allow_other_workers=True)
 
     def _prepare(self, parts, span=None):
         """Submit the preparation of the parts; of a ``PermutedSpan``'s,
@@ -558,7 +561,7 @@ class ClusterRows:
                 *arguments,
                 *blocks,
                 pure=False,
-                **self._placement(part),
+                **self._placement(part.worker),
             )
 
     def _block_orders(self, order):
@@ -574,7 +577,7 @@ class ClusterRows:
                     int(start),
                     int(stop - start),
                     pure=False,
-                    **self._placement(_Part(home, [], None, None)),
+                    **self._placement(home),
                 )
                 for start, stop, home in zip(self.offsets[:-1], self.offsets[1:], homes)
             ]
@@ -594,7 +597,7 @@ class ClusterRows:
                 self.parameters,
                 part.prepared,
                 pure=False,
-                **self._placement(part),
+                **self._placement(part.worker),
             )
             for part in pending.parts
         ]
@@ -608,44 +611,12 @@ class ClusterRows:
         if not partitions_model():
             yield
             return
-        state = model._update_state
-        filter_rows = getattr(state.step_size, "rows", None)
-        self.shards = RowShards.scattered(
-            self.client,
-            model._stored_natural,
-            model._compiled_prior(),
-            state.window,
-            filter_rows,
-            sorted(self.client.nthreads()),
-            self.timeout,
-        )
-        model.__dict__["_natural"] = self.shards
-        state.window = HeldWindow(
-            state.window.length,
-            [statistic.negatively_weighted for statistic in state.window.queue],
-            self.shards,
-        )
-        if filter_rows is not None:
-            state.step_size.rows = HeldFilterRows(self.shards, filter_rows.prior)
-        try:
-            yield
-        finally:
-            shards, self.shards = self.shards, None
+        with held_by_workers(model, self.client, self.timeout) as shards:
+            self.shards = shards
             try:
-                stored, state.window, gathered_rows = shards.contents()
-                if gathered_rows is not None:
-                    gathered_rows.prior = state.step_size.rows.prior
-                    state.step_size.rows = gathered_rows
-                model.__dict__["_natural"] = stored
-            except Exception as error:
-                del model.__dict__["_natural"]
-                raise RuntimeError(
-                    "A worker that held a block of lambda's rows was lost, and "
-                    "the block with it: the model is no longer fitted. Load "
-                    "its last Checkpoint and continue the fit from there."
-                ) from error
+                yield
             finally:
-                shards.release()
+                self.shards = None
 
     def statistic(self, minibatch, sample_weight=None, draw=0):
         """The minibatch statistic at the model's present state: one task
@@ -709,7 +680,7 @@ class ClusterRows:
             *arguments,
             pure=False,
             priority=1,
-            **self._placement(part),
+            **self._placement(part.worker),
         )
 
     def _scattered_weights(self, sample_weight):
@@ -773,9 +744,12 @@ class ClusterRows:
         from distributed import wait
 
         deadline = time.monotonic() + self.timeout
+        # The blocks of lambda that the workers hold are checked now and then.
+        interval = self.timeout if self.shards is None else SHARD_CHECK_SECONDS
         while True:
+            remaining = max(0.0, deadline - time.monotonic())
             try:
-                wait(futures, timeout=min(SHARD_CHECK_SECONDS, self.timeout))
+                wait(futures, timeout=min(interval, remaining))
                 break
             except TimeoutError:
                 if self.shards is not None and self.shards.lost():
@@ -832,7 +806,11 @@ class ClusterRows:
             source = copies[(index - 1) // BROADCAST_FAN_OUT]
             copies.append(
                 self.client.submit(
-                    _same, source, pure=False, priority=2, **self._placement(part)
+                    _same,
+                    source,
+                    pure=False,
+                    priority=2,
+                    **self._placement(part.worker),
                 )
             )
         return copies, len(payload)

@@ -624,6 +624,72 @@ class HeldWindow:
         return _unchanged, (self.shards.contents()[1],)
 
 
+@contextlib.contextmanager
+def held_by_workers(model, client, timeout):
+    """A context in which the client's workers hold the model's lambda, its
+    smoothing window and a filter's rows, one block of rows per worker;
+    the model's update state holds the handles (:class:`RowShards`,
+    :class:`HeldWindow`, :class:`HeldFilterRows`) until the context ends,
+    and then the gathered arrays again.
+
+    Parameters
+    ----------
+    model : OnlineUpdateMixin
+        A model whose fit has begun (it has lambda and its update state).
+    client : distributed.Client
+        The cluster's client.
+    timeout : float
+        Seconds that a call waits for a block.
+
+    Yields
+    ------
+    shards : RowShards
+
+    Raises
+    ------
+    RuntimeError
+        When the blocks cannot be gathered because a worker was lost with
+        one: the model is then no longer fitted.
+    """
+    state = model._update_state
+    filter_rows = getattr(state.step_size, "rows", None)
+    shards = RowShards.scattered(
+        client,
+        model._stored_natural,
+        model._compiled_prior(),
+        state.window,
+        filter_rows,
+        sorted(client.nthreads()),
+        timeout,
+    )
+    model.__dict__["_natural"] = shards
+    state.window = HeldWindow(
+        state.window.length,
+        [statistic.negatively_weighted for statistic in state.window.queue],
+        shards,
+    )
+    if filter_rows is not None:
+        state.step_size.rows = HeldFilterRows(shards, filter_rows.prior)
+    try:
+        yield shards
+    finally:
+        try:
+            stored, state.window, gathered_rows = shards.contents()
+            if gathered_rows is not None:
+                gathered_rows.prior = state.step_size.rows.prior
+                state.step_size.rows = gathered_rows
+            model.__dict__["_natural"] = stored
+        except Exception as error:
+            del model.__dict__["_natural"]
+            raise RuntimeError(
+                "A worker that held a block of lambda's rows was lost, and the "
+                "block with it: the model is no longer fitted. Load its last "
+                "Checkpoint and continue the fit from there."
+            ) from error
+        finally:
+            shards.release()
+
+
 def _unchanged(value):
     """``value`` itself: what a pickled ``HeldWindow`` or ``HeldFilterRows``
     loads as, the whole state gathered from the blocks."""
