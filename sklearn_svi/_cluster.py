@@ -71,9 +71,9 @@ SUM_FAN_IN = 8
 TIMEOUT_KEY = "sklearn-svi.update-timeout"
 DEFAULT_TIMEOUT = "10 minutes"
 
-# How often an update that waits for the workers checks that the workers
-# holding lambda's blocks of rows are still there.
-SHARD_CHECK_SECONDS = 1.0
+# How often an update that waits for the workers checks that they can still
+# give it what it waits for (``ClusterRows._gathered``).
+WORKER_CHECK_SECONDS = 1.0
 
 # An update's payloads that would send at least this many bytes through the
 # scheduler go straight to a worker and along a tree of copies, each worker
@@ -264,6 +264,29 @@ def _held_part_statistic(
     shards.receive(change, draw, index, statistic)
 
 
+def _waits_for_lost_workers(dask_scheduler, keys):
+    """Whether a task that the tasks ``keys`` wait for, on the scheduler,
+    waits for workers that are gone although others run.
+
+    Dask keeps a task in its ``no-worker`` state when every worker died
+    while it waited, and its new workers do not take the tasks that were
+    placed on the old ones, even when they may run elsewhere.
+    """
+    if not dask_scheduler.running:
+        return False
+    waiting = [dask_scheduler.tasks[key] for key in keys if key in dask_scheduler.tasks]
+    seen = set()
+    while waiting:
+        task = waiting.pop()
+        if task.key in seen or task.state == "memory":
+            continue
+        if task.state == "no-worker":
+            return True
+        seen.add(task.key)
+        waiting.extend(task.dependencies)
+    return False
+
+
 def _same(payload):
     """The payload itself: a copy of it on the worker that runs this task."""
     return payload
@@ -344,8 +367,8 @@ class _DistributedMinibatch:
     or when ``result()`` is asked for first.
     """
 
-    def __init__(self, client, rows, parts):
-        self.client = client
+    def __init__(self, source, rows, parts):
+        self.source = source
         self.rows = rows
         self.parts = parts
         self.reads = None
@@ -361,7 +384,7 @@ class _DistributedMinibatch:
 
     def result(self):
         if self.reads is not None:
-            self.take(self.client.gather(self.reads))
+            self.take(self.source._gathered(self.reads, "A minibatch's preparation"))
         return self
 
 
@@ -485,9 +508,10 @@ class ClusterRows:
         rows = evenly_spaced_rows(self.n_samples, batches * self.model.batch_size)
         parts = self._parts(rows)
         self._prepare(parts)
-        sample = self.client.submit(
+        assembled = self.client.submit(
             _assembled, *[part.prepared for part in parts], pure=False
-        ).result()
+        )
+        (sample,) = self._gathered([assembled], "The first sample")
         return sample if batches else sample[:0]
 
     def minibatch(self, rows):
@@ -496,7 +520,7 @@ class ClusterRows:
         result's ``result()`` gives it."""
         if isinstance(rows, slice):
             rows = np.arange(rows.start, rows.stop)
-        pending = _DistributedMinibatch(self.client, rows, self._parts(rows))
+        pending = _DistributedMinibatch(self, rows, self._parts(rows))
         self._prepare_pending(pending)
         self._pending.append(pending)
         return pending
@@ -644,11 +668,17 @@ class ClusterRows:
                     )
                     for part, copy in zip(minibatch.parts, copies)
                 ]
-                results = self._gathered([self._tree_sum(parts)] + reads, draw)
+                results = self._gathered(
+                    [self._tree_sum(parts)] + reads, f"Update {draw}"
+                )
+            except TimeoutError:
+                # An OSError too, but the wait is over: the update stops.
+                raise
             except (CancelledError, OSError):
                 # A worker was lost with data that Dask cannot compute again
-                # (the payload or a block that the client scattered); a task
-                # that killed its workers (KilledWorker) is not sent again.
+                # (the payload or a block that the client scattered), or
+                # tasks wait for lost workers; a task that killed its
+                # workers (KilledWorker) is not sent again.
                 if attempt == MAX_ATTEMPTS:
                     raise
                 logger.warning(
@@ -716,7 +746,7 @@ class ClusterRows:
             )
             for index, part in enumerate(minibatch.parts)
         ]
-        self._gathered(parts, draw)
+        self._gathered(parts, f"Update {draw}")
         logger.debug(
             "update %d: %d parts handed to %d blocks of lambda, %d bytes sent",
             draw,
@@ -738,31 +768,36 @@ class ClusterRows:
             ]
         return statistics[0]
 
-    def _gathered(self, futures, draw):
+    def _gathered(self, futures, waiting):
         """The futures' results, or a clear error after ``timeout`` seconds,
-        or as soon as a worker that holds a block of lambda is lost."""
-        from distributed import wait
+        or as soon as a worker that holds a block of lambda is lost;
+        ``waiting`` names what waits in the error. Tasks left waiting for
+        lost workers raise ``CancelledError``, so that the update's parts
+        are sent again (:meth:`_recover`)."""
+        from distributed import CancelledError, wait
 
         deadline = time.monotonic() + self.timeout
-        # The blocks of lambda that the workers hold are checked now and then.
-        interval = self.timeout if self.shards is None else SHARD_CHECK_SECONDS
         while True:
             remaining = max(0.0, deadline - time.monotonic())
             try:
-                wait(futures, timeout=min(interval, remaining))
+                wait(futures, timeout=min(WORKER_CHECK_SECONDS, remaining))
                 break
             except TimeoutError:
                 if self.shards is not None and self.shards.lost():
                     self.client.cancel(futures)
                     raise RuntimeError(
-                        f"Update {draw} stopped: a worker that held a block of "
+                        f"{waiting} stopped: a worker that held a block of "
                         "lambda's rows was lost."
                     ) from None
+                keys = [future.key for future in futures]
+                if self.client.run_on_scheduler(_waits_for_lost_workers, keys=keys):
+                    self.client.cancel(futures)
+                    raise CancelledError(keys) from None
                 if time.monotonic() < deadline:
                     continue
                 self.client.cancel(futures)
                 raise TimeoutError(
-                    f"Update {draw} waited {self.timeout:g} s for the workers "
+                    f"{waiting} waited {self.timeout:g} s for the workers "
                     "and stopped; the model keeps its last update. A worker may "
                     "hang. Set a longer wait with dask.config.set"
                     f'({{"{TIMEOUT_KEY}": "30 minutes"}}).'
@@ -771,8 +806,11 @@ class ClusterRows:
 
     def _recover(self, minibatch, upcoming):
         """Cut and prepare again this update's minibatch and the next after a
-        worker was lost, by the workers that hold the blocks now."""
+        worker was lost, by the workers that hold the blocks now. The
+        positions of the blocks' rows in the pass's order are found again
+        there too: Dask would wait for the lost workers to run them."""
         self._homes = None
+        self._orders = (None, [])
         self._restore_blocks()
         for pending in [minibatch, *upcoming]:
             pending.parts = self._parts(pending.rows)
@@ -818,14 +856,15 @@ class ClusterRows:
     def _restore_blocks(self):
         """Scatter again the blocks of the client's data that were lost;
         refuse to go on without a lost block that Dask cannot compute
-        again."""
+        again. A block made by a task graph is only "lost" until Dask has
+        computed it again."""
         for index, block in enumerate(self.blocks):
             if block.status == "finished":
                 continue
             if self.X is not None:
                 start, stop = self.offsets[index], self.offsets[index + 1]
                 self.blocks[index] = self.client.scatter(self.X[start:stop], hash=False)
-            elif block.status in ("cancelled", "error", "lost"):
+            elif block.status in ("cancelled", "error"):
                 raise RuntimeError(
                     f"Row block {index} of X was lost with its worker, and "
                     "Dask cannot compute it again: it holds data that was "
@@ -840,13 +879,15 @@ class ClusterRows:
         """``function(model, X_batch)`` computed on a worker, at the model's
         present state."""
         payload = _serialized(self.model._local_copy())
-        return self.client.submit(
+        call = self.client.submit(
             _minibatch_call,
             payload,
             function,
             *[part.prepared for part in minibatch.parts],
             pure=False,
-        ).result()
+        )
+        (result,) = self._gathered([call], "An evaluation")
+        return result
 
     def evaluation_score(self, minibatch):
         """The model's evaluation score of the minibatch, on a worker."""

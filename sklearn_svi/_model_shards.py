@@ -351,7 +351,7 @@ class RowShards:
             )
             for worker, start, stop in zip(workers, bounds[:-1], bounds[1:])
         ]
-        actors = [future.result() for future in futures]
+        actors = [future.result(timeout=timeout) for future in futures]
         return cls(actors, bounds, stored.shape[1], stored.dtype, timeout, futures)
 
     def lost(self):

@@ -358,10 +358,24 @@ class WorkerKillingLDA(SmoothedLDA):
         self.kill_at = kill_at
 
     def _local_statistic(self, documents, sample_weight=None, draw=0, n_batch=None):
-        if draw == self.kill_at and not os.path.exists(self.marker):
-            open(self.marker, "w").close()
-            os.kill(os.getpid(), signal.SIGKILL)
+        if draw == self.kill_at and _first_to_mark(self.marker):
+            self._kill()
         return super()._local_statistic(documents, sample_weight, draw, n_batch)
+
+    def _kill(self):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _first_to_mark(marker):
+    """Whether this call created the file ``marker``: true once, whichever
+    of the workers that run at the same time asks first."""
+    if not marker:
+        return False
+    try:
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL))
+    except FileExistsError:
+        return False
+    return True
 
 
 def test_a_killed_worker_costs_a_retry_of_its_part_and_nothing_is_counted_twice(
@@ -375,6 +389,39 @@ def test_a_killed_worker_costs_a_retry_of_its_part_and_nothing_is_counted_twice(
     assert survived.n_batch_iter_ == reference.n_batch_iter_
     assert survived.n_samples_seen_ == reference.n_samples_seen_
     assert_array_equal(survived.components_, reference.components_)
+    client.wait_for_workers(2, timeout=WORKER_RESTART_SECONDS)
+
+
+class ClusterKillingLDA(WorkerKillingLDA):
+    """WorkerKillingLDA that kills the processes ``pids`` (every worker's)
+    at once, its own last."""
+
+    def __init__(self, marker="", kill_at=0, pids=()):
+        super().__init__(marker=marker, kill_at=kill_at)
+        self.pids = pids
+
+    def _kill(self):
+        for pid in sorted(self.pids, key=lambda pid: pid == os.getpid()):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_every_worker_lost_at_once_costs_a_retry_of_the_update(
+    client, documents, tmp_path
+):
+    """Dask leaves tasks placed on lost workers waiting when no worker
+    survives; the update sends its parts again to the new workers instead
+    of waiting for its timeout."""
+    blocks = row_blocks(documents, 400)
+    reference = WorkerKillingLDA().fit(blocks)
+    pids = tuple(client.run(os.getpid).values())
+    marker = tmp_path / "killed"
+    with dask.config.set({"sklearn-svi.update-timeout": "60 s"}):
+        survived = ClusterKillingLDA(marker=str(marker), kill_at=5, pids=pids)
+        survived.fit(blocks)
+    assert marker.exists()
+    assert survived.n_batch_iter_ == reference.n_batch_iter_
+    assert survived.n_samples_seen_ == reference.n_samples_seen_
+    assert_allclose(survived.components_, reference.components_, rtol=1e-10)
     client.wait_for_workers(2, timeout=WORKER_RESTART_SECONDS)
 
 
