@@ -16,8 +16,10 @@ last, the script records per update, as the client sees it:
   scheduler and the workers, as the kernel counts them (``ss``);
 - its CPU seconds (cutting minibatches, serialising payloads, submitting
   the tasks, the update itself);
-- the peak of the memory it allocates during those updates
-  (``tracemalloc``; lambda's start and its return at the end excluded);
+- the peak of the memory it allocates (``tracemalloc``) during those
+  updates, and apart from them at the start (until the first update
+  ends: lambda's initial draw, the first minibatch) and at the end (lambda
+  returned to the client);
 - the wall seconds, which on a machine with fewer cores than workers say
   little about a real cluster.
 
@@ -43,6 +45,7 @@ from pathlib import Path
 import numpy as np
 
 from sklearn_svi import SmoothedLDA
+from sklearn_svi.lda._model import INITIAL_BATCH_BYTES
 
 from _common import corpus_parser
 from corpus import corpus_name, load_corpus
@@ -132,9 +135,11 @@ class UpdateMeter:
 
     def __call__(self, estimator, progress):
         if progress.n_batch_iter == 1:
+            self.start_peak = tracemalloc.get_traced_memory()[1]
             tracemalloc.reset_peak()
         if progress.n_batch_iter == self.n_updates:
             self.peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.reset_peak()
         if progress.n_batch_iter in (1, self.n_updates):
             self.marks.append(
                 (*process_bytes(), time.process_time(), time.perf_counter())
@@ -167,6 +172,7 @@ def measured_fit(client, blocks, n_components, batch_size, n_updates, partitione
     try:
         with dask.config.set({PARTITION_KEY: partitioned}):
             model.fit(blocks)
+        end_peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
         logger.removeHandler(log)
@@ -178,7 +184,9 @@ def measured_fit(client, blocks, n_components, batch_size, n_updates, partitione
         received=received,
         cpu=cpu,
         wall=wall,
+        start_peak=meter.start_peak,
         peak=meter.peak,
+        end_peak=end_peak,
         lambda_bytes=model.components_.nbytes,
     )
 
@@ -223,7 +231,9 @@ def measurement_row(n_workers, n_components, where, fit):
         f"{fit['received'] / 1e6:.3f}",
         f"{1000 * fit['cpu']:.0f}",
         f"{1000 * fit['wall']:.0f}",
-        f"{fit['peak'] / 2**20:.0f}",
+        f"{fit['start_peak'] / 2**20:.1f}",
+        f"{fit['peak'] / 2**20:.1f}",
+        f"{fit['end_peak'] / 2**20:.1f}",
         f"{fit['lambda_bytes'] / 2**20:.1f}",
     ]
 
@@ -321,6 +331,7 @@ def extrapolation(
     rows_per_part = min(n_features, rows_read_per_document * batch_size / n_workers)
     exchange = 4 * 8 * n_components * rows_per_part / (2 * network_bytes_per_second)
     held = client_held + local_step + exchange
+    end_bytes = 4 * n_components * n_features * (1 + 1 / n_workers)
     return [
         [
             f"measured: local step at K={n_components}, one thread, per document",
@@ -369,10 +380,18 @@ def extrapolation(
             f"{held * updates / 3600:.2f}",
         ],
         [
-            "lambda on the workers: client memory during the updates, and at "
-            "the start and end (lambda once)",
-            f"{max(fit['workers']['peak'] for fit in fits.values()) / 2**20:.0f} MiB"
-            f" measured; {each_way / 1e9:.0f} GB",
+            "lambda on the workers: client memory during the updates (measured)",
+            f"{max(fit['workers']['peak'] for fit in fits.values()) / 2**20:.0f} MiB",
+        ],
+        [
+            "lambda on the workers: client memory at the start (one batch of the "
+            "initial topics' float64 draws)",
+            f"{INITIAL_BATCH_BYTES / 2**20:.0f} MiB",
+        ],
+        [
+            "lambda on the workers: client memory at the end, float32 (the fitted "
+            "lambda, and one block on its way)",
+            f"{end_bytes / 1e9:.2f} GB = {end_bytes / 2**30:.2f} GiB",
         ],
     ]
 
@@ -423,7 +442,9 @@ def main():
             "MB received",
             "client CPU ms",
             "wall ms",
-            "client peak MiB",
+            "client peak MiB: start",
+            "updates",
+            "end",
             "lambda MiB",
         ],
         [

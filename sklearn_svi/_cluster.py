@@ -50,12 +50,13 @@ from sklearn.base import clone
 from ._mechanisms import added_statistics
 from ._model_shards import (
     HeldStatistic,
+    RowShards,
     check_partitionable,
     held_by_workers,
     partitions_model,
 )
 from ._permutation import PermutedSpan
-from ._sources import evenly_spaced_rows, register_engine
+from ._sources import assembled_columns, evenly_spaced_rows, register_engine
 from ._threads import thread_pool
 
 logger = logging.getLogger("sklearn_svi.cluster")
@@ -625,6 +626,18 @@ class ClusterRows:
             )
             for part in pending.parts
         ]
+
+    def stored_columns(self, shape, dtype, columns):
+        """lambda's stored array made of its initial ``columns``: while the
+        workers hold lambda, written to their blocks of rows one batch of
+        columns after the other, so that the client never holds all of it;
+        otherwise an array on the client."""
+        if not partitions_model():
+            return assembled_columns(shape, dtype, columns)
+        workers = sorted(self.client.nthreads())
+        return RowShards.started(
+            self.client, shape, dtype, columns, workers, self.timeout
+        )
 
     @contextlib.contextmanager
     def holding_natural(self, model):

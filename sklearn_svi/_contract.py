@@ -37,6 +37,14 @@ class OnlineModel(metaclass=ABCMeta):
     def _initial_natural(self, X, n_total, random_state):
         """The initial lambda for a data set of ``n_total`` samples like ``X``."""
 
+    def _initial_columns(self, X, n_total, random_state):
+        """The initial lambda by batches of columns, for a start that never
+        holds all of it in one place: its shape, its type and an iterator of
+        (first column, block of columns), which draw from ``random_state``
+        as ``_initial_natural`` does. By default, one block: all of it."""
+        natural = self._initial_natural(X, n_total, random_state)
+        return natural.shape, natural.dtype, iter([(0, natural)])
+
     @abstractmethod
     def _local_statistic(self, minibatch, sample_weight=None, draw=0, n_batch=None):
         """The mean statistic S_t of a minibatch, a ``SparseStatistic``.

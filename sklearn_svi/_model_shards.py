@@ -117,36 +117,35 @@ def check_partitionable(model):
 
 
 class ModelShard:
-    """Rows ``start`` to ``start + len(stored)`` of lambda's stored array, of
-    the smoothing window and of the filter's state, held by one worker (a
-    Dask actor).
+    """Rows ``start`` to ``start + n_rows`` of lambda's stored array, of the
+    smoothing window and of the filter's state, held by one worker (a Dask
+    actor).
 
-    Every call names its change: the client's transaction that makes it
-    (:meth:`RowShards.begin`). The shard keeps what the current change
-    altered until the next change begins, so that :meth:`undo` can put it
-    back.
+    It starts with the stored rows' columns written batch by batch
+    (:meth:`write_columns`); :meth:`hold` gives it the rest before the
+    updates. Every call of an update names its change: the client's
+    transaction that makes it (:meth:`RowShards.begin`). The shard keeps
+    what the current change altered until the next change begins, so that
+    :meth:`undo` can put it back.
 
     Parameters
     ----------
-    stored : ndarray of shape (n_rows, n_components)
-        The stored array's rows.
-    prior : ndarray of shape (n_rows, 1) or (n_rows, n_components)
-        eta on those rows, in the form the compiled passes read.
+    n_rows : int
+        Number of rows.
+    n_components : int
+        Number of columns.
+    dtype : dtype
+        Floating point type.
     start : int
         The first row's index in lambda.
-    window : SmoothingWindow
-        The window of the last L statistics on these rows (their indices
-        counted from ``start``).
-    filter_rows : FilterRows or None
-        A filter's state of these rows; None for a schedule.
     """
 
-    def __init__(self, stored, prior, start, window, filter_rows):
-        self.stored = np.ascontiguousarray(stored)
-        self.prior = prior
+    def __init__(self, n_rows, n_components, dtype, start):
+        self.stored = np.empty((n_rows, n_components), dtype=dtype)
         self.start = start
-        self.window = window
-        self.filter_rows = filter_rows
+        self.prior = None
+        self.window = None
+        self.filter_rows = None
         self._change = None
         # The pieces of each update's statistic, by its number and then by
         # the part's index.
@@ -156,6 +155,19 @@ class ModelShard:
         self._changes = []
         # The rows that the filter visited last.
         self._observed = None
+
+    def write_columns(self, first, block):
+        """The stored rows' columns ``first`` to ``first + block.shape[1] - 1``."""
+        self.stored[:, first : first + block.shape[1]] = block
+
+    def hold(self, prior, window, filter_rows):
+        """Take eta on the rows, in the form the compiled passes read (of
+        shape (n_rows, 1) or (n_rows, n_components)), their smoothing window
+        (its indices counted from ``start``) and a filter's state of them
+        (None for a schedule)."""
+        self.prior = prior
+        self.window = window
+        self.filter_rows = filter_rows
 
     def rows_of(self, rows, scale):
         """lambda on ``rows`` (indices in lambda): eta + c (stored - eta)."""
@@ -330,29 +342,66 @@ class RowShards:
         self.change = 0
 
     @classmethod
-    def scattered(
-        cls, client, stored, prior, window, filter_rows, workers, timeout=None
-    ):
-        """Cut ``stored`` (with its ``prior`` of the compiled passes), the
-        smoothing ``window`` and a filter's ``filter_rows`` (or None) into
-        one block of rows per worker, each held by a :class:`ModelShard`;
-        calls wait ``timeout`` seconds at most."""
-        bounds = np.linspace(0, len(stored), len(workers) + 1).astype(np.intp)
+    def started(cls, client, shape, dtype, columns, workers, timeout=None):
+        """lambda's stored array of ``shape`` and ``dtype`` in one block of
+        rows per worker, each held by a :class:`ModelShard`, made of its
+        ``columns`` (batches of (first column, block)) one batch after the
+        other, so that the client holds one batch at most; calls wait
+        ``timeout`` seconds at most."""
+        bounds = np.linspace(0, shape[0], len(workers) + 1).astype(np.intp)
         futures = [
             client.submit(
                 ModelShard,
-                stored[start:stop],
-                np.ascontiguousarray(prior[start:stop]),
+                int(stop - start),
+                shape[1],
+                dtype,
                 int(start),
-                window.rows_between(start, stop, stored.shape[1]),
-                None if filter_rows is None else filter_rows.rows_between(start, stop),
                 actor=True,
                 workers=[worker],
             )
             for worker, start, stop in zip(workers, bounds[:-1], bounds[1:])
         ]
         actors = [future.result(timeout=timeout) for future in futures]
-        return cls(actors, bounds, stored.shape[1], stored.dtype, timeout, futures)
+        shards = cls(actors, bounds, shape[1], dtype, timeout, futures)
+        for first, block in columns:
+            shards._results(
+                [
+                    actor.write_columns(
+                        first, np.ascontiguousarray(block[start:stop], dtype=dtype)
+                    )
+                    for actor, start, stop in shards._blocks()
+                ]
+            )
+        return shards
+
+    @classmethod
+    def scattered(cls, client, stored, workers, timeout=None):
+        """:meth:`started` from the whole of ``stored``."""
+        columns = iter([(0, stored)])
+        return cls.started(
+            client, stored.shape, stored.dtype, columns, workers, timeout
+        )
+
+    def hold(self, prior, window, filter_rows):
+        """Give each block its rows of ``prior`` (eta, in the form of the
+        compiled passes), of the smoothing ``window`` and of a filter's
+        ``filter_rows`` (or None)."""
+        self._results(
+            [
+                actor.hold(
+                    np.ascontiguousarray(prior[start:stop]),
+                    window.rows_between(start, stop, self.shape[1]),
+                    None
+                    if filter_rows is None
+                    else filter_rows.rows_between(start, stop),
+                )
+                for actor, start, stop in self._blocks()
+            ]
+        )
+
+    def _blocks(self):
+        """Each block's actor, first row and end."""
+        return zip(self.actors, self.bounds[:-1], self.bounds[1:])
 
     def lost(self):
         """Whether a worker that held a block was lost, and the block with it."""
@@ -370,15 +419,21 @@ class RowShards:
 
     def contents(self):
         """The stored array, the smoothing window and the filter's state of
-        the rows (None for a schedule), gathered."""
-        parts = self._results([actor.contents() for actor in self.actors])
-        stored, windows, filter_rows = zip(*parts)
+        the rows (None for a schedule), gathered one block after the other
+        into the stored array."""
+        stored = np.empty(self.shape, dtype=self.dtype)
+        windows, filter_rows = [], []
+        for actor, start, stop in self._blocks():
+            (contents,) = self._results([actor.contents()])
+            stored[start:stop], window, rows = contents
+            windows.append(window)
+            filter_rows.append(rows)
         window = SmoothingWindow.stacked(windows, self.bounds[:-1])
         if filter_rows[0] is not None:
             filter_rows = FilterRows.stacked(filter_rows)
         else:
             filter_rows = None
-        return np.concatenate(stored), window, filter_rows
+        return stored, window, filter_rows
 
     def rows_of(self, rows, scale):
         """lambda on the sorted ``rows``, read from the shards that hold them."""
@@ -635,7 +690,8 @@ def held_by_workers(model, client, timeout):
     Parameters
     ----------
     model : OnlineUpdateMixin
-        A model whose fit has begun (it has lambda and its update state).
+        A model whose fit has begun (it has lambda, or the handle of the
+        blocks that hold it, and its update state).
     client : distributed.Client
         The cluster's client.
     timeout : float
@@ -653,24 +709,30 @@ def held_by_workers(model, client, timeout):
     """
     state = model._update_state
     filter_rows = getattr(state.step_size, "rows", None)
-    shards = RowShards.scattered(
-        client,
-        model._stored_natural,
-        model._compiled_prior(),
-        state.window,
-        filter_rows,
-        sorted(client.nthreads()),
-        timeout,
-    )
-    model.__dict__["_natural"] = shards
-    state.window = HeldWindow(
-        state.window.length,
-        [statistic.negatively_weighted for statistic in state.window.queue],
-        shards,
-    )
-    if filter_rows is not None:
-        state.step_size.rows = HeldFilterRows(shards, filter_rows.prior)
+    # lambda is on the client, or its blocks were started with the fit
+    # (``ClusterRows.stored_columns``).
+    on_client = model._holds_natural()
+    shards = model._stored_natural
+    if on_client:
+        shards = RowShards.scattered(
+            client, model._stored_natural, sorted(client.nthreads()), timeout
+        )
     try:
+        shards.hold(model._compiled_prior(), state.window, filter_rows)
+    except BaseException:
+        shards.release()
+        if not on_client:
+            del model.__dict__["_natural"]
+        raise
+    try:
+        model.__dict__["_natural"] = shards
+        state.window = HeldWindow(
+            state.window.length,
+            [statistic.negatively_weighted for statistic in state.window.queue],
+            shards,
+        )
+        if filter_rows is not None:
+            state.step_size.rows = HeldFilterRows(shards, filter_rows.prior)
         yield shards
     finally:
         try:

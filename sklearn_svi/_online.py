@@ -36,7 +36,7 @@ from ._mechanisms import NoisyOptimum, SmoothingWindow
 from ._parameters import OnlineParameters
 from ._permutation import KeyedPermutation, PermutedSpan
 from ._persistence import VersionedState
-from ._sources import training_rows
+from ._sources import assembled_columns, training_rows
 from ._threads import sum_rows, thread_pool
 from ._transaction import spare_like, transaction
 from ._update_fast import step_toward_target
@@ -211,18 +211,21 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
         settings.check(self.batch_size)
         return settings
 
-    def _initialize_online(self, X, n_total, mechanisms):
+    def _initialize_online(self, X, n_total, mechanisms, store=assembled_columns):
         """Reset lambda, the update's state and the counters.
 
         A model that overrides it calls it; ``X`` holds the rows the model
-        starts from (all of the data in memory, a sample of a cluster's).
+        starts from (all of the data in memory, a sample of a cluster's);
+        ``store`` keeps lambda's initial columns (the training data's
+        ``stored_columns``: a cluster's workers may hold them).
         """
         random_state = check_random_state(self.random_state)
-        self._natural = self._initial_natural(X, n_total, random_state)
+        self._natural = store(*self._initial_columns(X, n_total, random_state))
+        stored = self._stored_natural
         self._update_state = UpdateState.build(
             mechanisms,
-            self._natural.shape,
-            self._natural.dtype,
+            stored.shape,
+            stored.dtype,
             random_state,
             exchangeable_columns=self._exchangeable_columns,
         )
@@ -606,7 +609,12 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
         with thread_pool(self.n_jobs):
             if not warm:
                 with self._transaction():
-                    self._initialize_online(data.initial_rows(), n_samples, mechanisms)
+                    self._initialize_online(
+                        data.initial_rows(),
+                        n_samples,
+                        mechanisms,
+                        store=data.stored_columns,
+                    )
             position = self._resumed_position(n_samples)
             with data.holding_natural(self):
                 while position["pass_index"] < self.max_iter:
@@ -668,7 +676,10 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
             if first_call:
                 with self._transaction():
                     self._initialize_online(
-                        data.initial_rows(), self.total_samples, mechanisms
+                        data.initial_rows(),
+                        self.total_samples,
+                        mechanisms,
+                        store=data.stored_columns,
                     )
             with data.holding_natural(self):
                 self._run_pass(data, self.total_samples, X_val, started)

@@ -76,6 +76,11 @@ class RowSource(Protocol):
         model's stored array is then their handle, and the statistics are
         handed to it."""
 
+    def stored_columns(self, shape, dtype, columns):
+        """lambda's stored array made of its initial ``columns`` (batches of
+        (first column, block), ``_initial_columns``): an array, or the
+        handle of the blocks of rows that hold it where the rows are."""
+
     def statistic(self, minibatch, sample_weight=None, draw=0):
         """The minibatch statistic at the model's present state, a
         ``SparseStatistic`` (``_local_statistic``), or, while the source
@@ -209,6 +214,20 @@ class _Minibatch:
         return self.X_batch.shape[0]
 
 
+def assembled_columns(shape, dtype, columns):
+    """The array of ``shape`` and ``dtype`` made of ``columns``, batches of
+    (first column, block) that cover it; a single block is the array."""
+    array = None
+    for first, block in columns:
+        if array is None and block.shape == tuple(shape):
+            array = np.ascontiguousarray(block, dtype=dtype)
+            continue
+        if array is None:
+            array = np.empty(shape, dtype=dtype)
+        array[:, first : first + block.shape[1]] = block
+    return array
+
+
 class InMemoryRows:
     """Training data held in this process: a :class:`RowSource`.
 
@@ -248,6 +267,9 @@ class InMemoryRows:
     def holding_natural(self, model):
         """lambda stays in this process."""
         return contextlib.nullcontext()
+
+    def stored_columns(self, shape, dtype, columns):
+        return assembled_columns(shape, dtype, columns)
 
     def statistic(self, minibatch, sample_weight=None, draw=0):
         return self.model._local_statistic(minibatch.prepared, sample_weight, draw)

@@ -19,6 +19,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
 
+import sklearn_svi._cluster
 import sklearn_svi._online
 from sklearn_svi import (
     AnnealedLDA,
@@ -870,6 +871,39 @@ def test_lambda_held_by_the_workers_gives_the_fit_of_one_machine(
         assert_allclose(held_statistic.block, statistic.block, rtol=1e-10)
 
 
+def test_a_fit_on_the_workers_starts_lambda_there_a_batch_of_topics_at_a_time(
+    client, documents, monkeypatch
+):
+    """The client draws the initial topics two at a time and hands each
+    block its rows of them: it never assembles lambda, and the start, the
+    seeds' pseudo-counts included, is that of one machine."""
+    from sklearn_svi.lda import _model
+
+    monkeypatch.setattr(_model, "INITIAL_BATCH_BYTES", 2 * 8 * documents.shape[1])
+    batches = []
+    started = RowShards.started.__func__
+
+    def recorded(cls, client, shape, dtype, columns, *arguments):
+        def watched():
+            for first, block in columns:
+                batches.append((first, block.shape))
+                yield first, block
+
+        return started(cls, client, shape, dtype, watched(), *arguments)
+
+    def assembled(*arguments):
+        raise AssertionError("The client assembled lambda.")
+
+    monkeypatch.setattr(RowShards, "started", classmethod(recorded))
+    monkeypatch.setattr(sklearn_svi._cluster, "assembled_columns", assembled)
+    settings = dict(seed_topics={0: [3, 7, 11]})
+    alone = lda(SmoothedLDA, settings).fit(documents)
+    with dask.config.set(PARTITIONED):
+        held = lda(SmoothedLDA, settings).fit(row_blocks(documents, 400))
+    assert batches == [(0, (400, 2)), (2, (400, 2)), (4, (400, 1))]
+    assert_same_fit(held, alone, rtol=1e-10)
+
+
 def test_blocks_write_lambda_out_as_one_machine_does(client, documents, monkeypatch):
     """With a scale that falls below the threshold every few updates, the
     blocks write lambda out (settle) where one machine does."""
@@ -970,7 +1004,10 @@ def test_a_held_fit_continues_from_its_checkpoint(
 def test_a_shard_adds_its_pieces_in_the_order_of_the_parts():
     stored = np.arange(12.0).reshape(6, 2)
     window = SmoothingWindow(1, stored.shape, stored.dtype)
-    shard = ModelShard(stored.copy(), np.full((6, 1), 0.5), 10, window, None)
+    shard = ModelShard(6, 2, stored.dtype, 10)
+    shard.write_columns(1, stored[:, 1:])
+    shard.write_columns(0, stored[:, :1])
+    shard.hold(np.full((6, 1), 0.5), window, None)
     shard.receive(1, 7, 1, np.array([11, 14]), np.array([[1.0, 1.0], [2.0, 2.0]]))
     shard.receive(1, 7, 0, np.array([14]), np.array([[4.0, 8.0]]))
     shard.push(1, 7, False)

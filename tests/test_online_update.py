@@ -166,11 +166,21 @@ def test_update_keeps_the_sums_of_lambda(planted_corpus, svi_params, make_model)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_initial_topics_are_scikit_learns_whatever_n_jobs(dtype):
+@pytest.mark.parametrize("topics_per_batch", [1, 7, 20])
+def test_initial_topics_are_scikit_learns_whatever_n_jobs(
+    dtype, topics_per_batch, monkeypatch
+):
     """lambda starts at Gamma(100, 1/100) draws (Hoffman et al. 2013), the
-    values scikit-learn's LatentDirichletAllocation draws for the same seed."""
+    values scikit-learn's LatentDirichletAllocation draws for the same seed,
+    whether they are drawn in one batch of topics or in several."""
+    from sklearn_svi.lda import _model
+
+    monkeypatch.setattr(_model, "INITIAL_BATCH_BYTES", topics_per_batch * 8 * 300)
     X = np.ones((5, 300), dtype=dtype)
-    expected = np.random.RandomState(0).gamma(100.0, 0.01, (20, 300)).T
+    random_state = np.random.RandomState(0)
+    expected = random_state.gamma(100.0, 0.01, (20, 300)).T
+    # The seed of the documents' starts is drawn after all the topics.
+    start_seed = int(random_state.randint(2**63, dtype=np.int64))
     for n_jobs in (1, 2):
         model = SmoothedLDA(n_components=20, random_state=0)
         with thread_pool(n_jobs):
@@ -178,6 +188,7 @@ def test_initial_topics_are_scikit_learns_whatever_n_jobs(dtype):
         assert model._natural.dtype == dtype
         assert model._natural.flags.c_contiguous
         assert_array_equal(model._natural, expected.astype(dtype))
+        assert model._start_seed == start_seed
 
 
 def test_a_model_must_implement_the_whole_contract():

@@ -24,7 +24,13 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_non_negative, validate_data
 
 from .._online import OnlineUpdateMixin
-from .._sources import evenly_spaced_rows, features_out, rowwise, summed_over_rows
+from .._sources import (
+    assembled_columns,
+    evenly_spaced_rows,
+    features_out,
+    rowwise,
+    summed_over_rows,
+)
 from .._threads import map_rows, thread_pool
 from .._update_state import raise_to_floor
 from .._validation import listed_rows, rows_of_entries
@@ -85,6 +91,10 @@ fewer tokens than this."""
 DEFAULT_SEED_STRENGTH = 0.01
 """The share of a topic's expected number of tokens that ``seed_topics``
 gives its seed words as pseudo-counts."""
+
+# The initial topics are drawn in batches of about this many bytes, so that
+# a start on a cluster whose workers hold lambda never holds all of it.
+INITIAL_BATCH_BYTES = 64 * 2**20
 
 # The LDA estimators' own parameters and their defaults.
 LDA_PARAMETERS = dict(
@@ -300,19 +310,32 @@ class _OnlineLDA(
     # -- the model's part of the online update ------------------------------------
 
     def _initial_natural(self, X, n_total, random_state):
-        # Hoffman et al. (2013) and scikit-learn: lambda ~ Gamma(100, 1/100),
-        # drawn topic by topic as scikit-learn does and stored word by word;
-        # the seeds' pseudo-counts are added, so that the first local step
-        # already finds the seed words in their topics.
-        topic_word = random_state.gamma(100.0, 0.01, (self.n_components, X.shape[1]))
-        seeds = self._seed_pseudo_counts(X.shape[1])
-        if seeds is not None:
-            topic_word += seeds
-        # The seed of the documents' random starts in the updates (``_start_key``).
-        self._start_seed = int(random_state.randint(2**63, dtype=np.int64))
-        return np.ascontiguousarray(topic_word.T, dtype=X.dtype)
+        return assembled_columns(*self._initial_columns(X, n_total, random_state))
 
-    def _initialize_online(self, X, n_total, mechanisms):
+    def _initial_columns(self, X, n_total, random_state):
+        n_features = X.shape[1]
+        topics_per_batch = max(1, INITIAL_BATCH_BYTES // (8 * n_features))
+        seeds = self._seed_pseudo_counts(n_features)
+
+        def batches():
+            # Hoffman et al. (2013) and scikit-learn: lambda ~ Gamma(100,
+            # 1/100), drawn topic by topic as scikit-learn does (a batch of
+            # topics after the other draws the same numbers) and stored word
+            # by word; the seeds' pseudo-counts are added, so that the first
+            # local step already finds the seed words in their topics.
+            for first in range(0, self.n_components, topics_per_batch):
+                n_topics = min(topics_per_batch, self.n_components - first)
+                topic_word = random_state.gamma(100.0, 0.01, (n_topics, n_features))
+                if seeds is not None:
+                    topic_word += seeds[first : first + n_topics]
+                yield first, topic_word.T
+            # The seed of the documents' random starts in the updates
+            # (``_start_key``).
+            self._start_seed = int(random_state.randint(2**63, dtype=np.int64))
+
+        return (n_features, self.n_components), X.dtype, batches()
+
+    def _initialize_online(self, X, n_total, mechanisms, store=assembled_columns):
         if self.local_step != "vb":
             self._warn_learned_priors_of_collapsed_step()
         self.doc_topic_prior_ = np.full(
@@ -327,7 +350,7 @@ class _OnlineLDA(
                 float(sample.sum()) * n_total / sample.shape[0] / self.n_components
             )
         self.topic_word_prior_ = self._initial_topic_word_prior(X.shape[1], X.dtype)
-        super()._initialize_online(X, n_total, mechanisms)
+        super()._initialize_online(X, n_total, mechanisms, store)
         self._topic_totals = self._row_totals()
 
     def _warn_learned_priors_of_collapsed_step(self):

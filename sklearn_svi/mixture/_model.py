@@ -38,6 +38,7 @@ from .._mechanisms import (
     SparseStatistic,
 )
 from .._online import OnlineUpdateMixin
+from .._sources import assembled_columns
 from .._threads import sum_rows
 from .._validation import listed_rows
 from ._normal_wishart import SCALES, _NaturalLayout
@@ -405,8 +406,8 @@ class _OnlineGaussianMixture(DensityMixin, OnlineUpdateMixin, BaseEstimator):
             - 0.5 * n_features * np.sum(np.log(self.mean_precision_))
         )
 
-    def _initialize_online(self, X, n_total, mechanisms):
-        super()._initialize_online(X, n_total, mechanisms)
+    def _initialize_online(self, X, n_total, mechanisms, store=assembled_columns):
+        super()._initialize_online(X, n_total, mechanisms, store)
         self.lower_bounds_ = []
         self.converged_ = False
         self.lower_bound_ = -np.inf
