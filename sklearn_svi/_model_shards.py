@@ -19,7 +19,11 @@ through the client:
    machine on its rows and returns its sums (the filter's norms, the new
    rows' totals), added on the client in the order of the rows.
 
-The client keeps the scalars, the sums of lambda over the rows (the
+A new fit starts lambda on the blocks: the client draws the initial topics
+a batch at a time and writes each block its rows of the batch
+(:meth:`RowShards.started`), so that it never holds all of lambda before
+the end, when the blocks write lambda out and send it back one after the
+other. The client keeps the scalars, the sums of lambda over the rows (the
 topics' totals) and the schedule: per update it sends and receives a few
 bytes per worker and per component, none per row. Each block keeps what a
 change (one transaction of the model) altered until the next one begins, so
@@ -346,8 +350,9 @@ class RowShards:
         """lambda's stored array of ``shape`` and ``dtype`` in one block of
         rows per worker, each held by a :class:`ModelShard`, made of its
         ``columns`` (batches of (first column, block)) one batch after the
-        other, so that the client holds one batch at most; calls wait
-        ``timeout`` seconds at most."""
+        other and one block after the other, so that the client holds one
+        batch and one block's piece of it at most; calls wait ``timeout``
+        seconds at most."""
         bounds = np.linspace(0, shape[0], len(workers) + 1).astype(np.intp)
         futures = [
             client.submit(
@@ -364,14 +369,9 @@ class RowShards:
         actors = [future.result(timeout=timeout) for future in futures]
         shards = cls(actors, bounds, shape[1], dtype, timeout, futures)
         for first, block in columns:
-            shards._results(
-                [
-                    actor.write_columns(
-                        first, np.ascontiguousarray(block[start:stop], dtype=dtype)
-                    )
-                    for actor, start, stop in shards._blocks()
-                ]
-            )
+            for actor, start, stop in shards._blocks():
+                piece = np.ascontiguousarray(block[start:stop], dtype=dtype)
+                shards._results([actor.write_columns(first, piece)])
         return shards
 
     @classmethod
@@ -685,7 +685,8 @@ def held_by_workers(model, client, timeout):
     smoothing window and a filter's rows, one block of rows per worker;
     the model's update state holds the handles (:class:`RowShards`,
     :class:`HeldWindow`, :class:`HeldFilterRows`) until the context ends,
-    and then the gathered arrays again.
+    and then the gathered arrays again: lambda written out (settled) when
+    the context ends without an error.
 
     Parameters
     ----------
@@ -734,6 +735,9 @@ def held_by_workers(model, client, timeout):
         if filter_rows is not None:
             state.step_size.rows = HeldFilterRows(shards, filter_rows.prior)
         yield shards
+        # The blocks write lambda out, so that the client receives lambda
+        # itself, once, and ``components_`` is a view of it.
+        model._settle_natural()
     finally:
         try:
             stored, state.window, gathered_rows = shards.contents()
