@@ -332,8 +332,8 @@ def extrapolation(
     exchange = 4 * 8 * n_components * rows_per_part / (2 * network_bytes_per_second)
     held = client_held + local_step + exchange
     # The fitted lambda, the window's last statistic (at most every word)
-    # and one block on its way, in float32.
-    end_bytes = 4 * n_components * n_features * (2 + 1 / n_workers)
+    # and one block on its way, as its message and as its array, in float32.
+    end_bytes = 4 * n_components * n_features * (2 + 2 / n_workers)
     return [
         [
             f"measured: local step at K={n_components}, one thread, per document",
@@ -393,7 +393,7 @@ def extrapolation(
         [
             "lambda on the workers: client memory at the end, float32, at most "
             "(the fitted lambda, the window's last statistic, one block on its "
-            "way)",
+            "way, twice)",
             f"{end_bytes / 1e9:.2f} GB = {end_bytes / 2**30:.2f} GiB",
         ],
     ]

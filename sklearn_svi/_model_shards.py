@@ -291,9 +291,10 @@ class ModelShard:
         self._changes = []
         self._pieces = {}
 
-    def contents(self):
-        """The stored rows, the window and the filter's state."""
-        return self.stored, self.window, self.filter_rows
+    def held(self, name):
+        """What the shard holds of ``name``: ``"stored"`` (its rows of the
+        stored array), ``"window"`` or ``"filter_rows"``."""
+        return getattr(self, name)
 
     def _parts(self):
         return [part for part in (self.window, self.filter_rows) if part is not None]
@@ -414,26 +415,41 @@ class RowShards:
         return {**vars(self), "futures": []}
 
     def __array__(self, dtype=None, copy=None):
-        stored = self.contents()[0]
+        stored = self.stored_array()
         return stored if dtype is None else stored.astype(dtype, copy=False)
+
+    def _each_block(self, name):
+        """What each block holds of ``name`` (:meth:`ModelShard.held`),
+        gathered one block after the other."""
+        for actor in self.actors:
+            (held,) = self._results([actor.held(name)])
+            yield held
+
+    def stored_array(self):
+        """The stored array, gathered one block after the other into it."""
+        stored = np.empty(self.shape, dtype=self.dtype)
+        for (_, start, stop), rows in zip(self._blocks(), self._each_block("stored")):
+            stored[start:stop] = rows
+        return stored
+
+    def window(self):
+        """The smoothing window of all the rows, gathered."""
+        return SmoothingWindow.stacked(
+            list(self._each_block("window")), self.bounds[:-1]
+        )
+
+    def filter_rows(self):
+        """A filter's state of all the rows, gathered; None for a schedule."""
+        rows = list(self._each_block("filter_rows"))
+        return None if rows[0] is None else FilterRows.stacked(rows)
 
     def contents(self):
         """The stored array, the smoothing window and the filter's state of
-        the rows (None for a schedule), gathered one block after the other
-        into the stored array."""
-        stored = np.empty(self.shape, dtype=self.dtype)
-        windows, filter_rows = [], []
-        for actor, start, stop in self._blocks():
-            (contents,) = self._results([actor.contents()])
-            stored[start:stop], window, rows = contents
-            windows.append(window)
-            filter_rows.append(rows)
-        window = SmoothingWindow.stacked(windows, self.bounds[:-1])
-        if filter_rows[0] is not None:
-            filter_rows = FilterRows.stacked(filter_rows)
-        else:
-            filter_rows = None
-        return stored, window, filter_rows
+        the rows (None for a schedule), gathered. The window and the filter's
+        state come first, so that their blocks and their stacked copies are
+        not all held beside lambda."""
+        window, filter_rows = self.window(), self.filter_rows()
+        return self.stored_array(), window, filter_rows
 
     def rows_of(self, rows, scale):
         """lambda on the sorted ``rows``, read from the shards that hold them."""
@@ -611,7 +627,7 @@ class HeldFilterRows:
         self.prior = self._saved
 
     def __reduce__(self):
-        rows = self.shards.contents()[2]
+        rows = self.shards.filter_rows()
         rows.prior = self.prior
         return _unchanged, (rows,)
 
@@ -676,7 +692,7 @@ class HeldWindow:
         self.flags, self.draw = self._saved
 
     def __reduce__(self):
-        return _unchanged, (self.shards.contents()[1],)
+        return _unchanged, (self.shards.window(),)
 
 
 @contextlib.contextmanager

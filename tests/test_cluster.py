@@ -1019,20 +1019,20 @@ def test_a_shard_adds_its_pieces_in_the_order_of_the_parts():
     expected = stored.copy()
     expected[1] += 0.5
     expected[4] += [3.0, 5.0]
-    assert_array_equal(shard.contents()[0], expected)
+    assert_array_equal(shard.held("stored"), expected)
     assert_array_equal(added, [3.5, 5.5])
     # Row 14 is now [11, 14]: eta + c (stored - eta) at c = 0.5, eta = 0.5.
     assert_array_equal(shard.rows_of(np.array([14]), 0.5), [[5.75, 7.25]])
     # Change 1 is undone, the window's push with it; a later change keeps
     # what change 1 did.
     shard.undo(1)
-    assert_array_equal(shard.contents()[0], stored)
+    assert_array_equal(shard.held("stored"), stored)
     assert window.count == 0
     shard.receive(2, 8, 0, np.array([11]), np.array([[2.0, 2.0]]))
     shard.push(2, 8, False)
     shard.step(2, 1.0)
     shard.undo(1)
-    assert_array_equal(shard.contents()[0][1], stored[1] + 2.0)
+    assert_array_equal(shard.held("stored")[1], stored[1] + 2.0)
 
 
 class ShardKillingLDA(SmoothedLDA):
