@@ -299,6 +299,10 @@ class ModelShard:
     def _parts(self):
         return [part for part in (self.window, self.filter_rows) if part is not None]
 
+    def keep(self, change):
+        """Keep the changes before ``change``, which alters nothing."""
+        self._begin(change)
+
     def _begin(self, change):
         """Keep what earlier changes altered once ``change`` begins."""
         if change != self._change:
@@ -308,6 +312,7 @@ class ModelShard:
             self._change = change
             self._pieces = {}
             self._changes = []
+            self._observed = None
 
 
 class RowShards:
@@ -562,6 +567,13 @@ class RowShards:
     def commit(self):
         """Keep the change (the blocks keep it when the next one begins)."""
 
+    def keep(self):
+        """The blocks keep every change so far, and let go of what they
+        saved to undo it and of the statistics that their windows no longer
+        need."""
+        self.begin()
+        self._on_every_shard("keep")
+
     def rollback(self):
         """Undo the change on every block.
 
@@ -685,6 +697,9 @@ class HeldWindow:
         self._saved = (self.flags, self.draw)
 
     def commit(self):
+        if self.length == 1:
+            # As the shards' windows do when they keep the change.
+            self.flags, self.draw = (), None
         self._saved = (self.flags, self.draw)
 
     def rollback(self):
@@ -751,6 +766,7 @@ def held_by_workers(model, client, timeout):
         if filter_rows is not None:
             state.step_size.rows = HeldFilterRows(shards, filter_rows.prior)
         yield shards
+        shards.keep()
         # The blocks write lambda out, so that the client receives lambda
         # itself, once, and ``components_`` is a view of it.
         model._settle_natural()

@@ -1033,6 +1033,13 @@ def test_a_shard_adds_its_pieces_in_the_order_of_the_parts():
     shard.step(2, 1.0)
     shard.undo(1)
     assert_array_equal(shard.held("stored")[1], stored[1] + 2.0)
+    # Kept, change 2 can no longer be undone, and the window of one
+    # statistic has let it go.
+    assert window.count == 1
+    shard.keep(3)
+    assert window.count == 0
+    shard.undo(2)
+    assert_array_equal(shard.held("stored")[1], stored[1] + 2.0)
 
 
 class ShardKillingLDA(SmoothedLDA):

@@ -125,6 +125,32 @@ def test_window_mean_property(length, n_statistics, n_params, seed):
     assert window.nbytes == stored_rows * (2 * 8 + 8)
 
 
+@pytest.mark.parametrize("length", [1, 3])
+def test_only_a_window_of_one_statistic_lets_it_go_once_kept(length):
+    rng = np.random.default_rng(0)
+    window = SmoothingWindow(length=length, shape=(30, 3), dtype=np.float64)
+    first, second = (sparse_statistic(rng, 30, 7, 3) for _ in range(2))
+    window.begin()
+    window.push(first)
+    window.commit()
+    kept = [] if length == 1 else [first]
+    assert window.count == len(kept)
+    window.begin()
+    window.push(second)
+    dense = np.zeros((len(kept) + 1, 30, 3))
+    for full, statistic in zip(dense, [*kept, second]):
+        full[statistic.rows] = statistic.block
+    assert_allclose(window_mean(window, (30, 3)), dense.mean(axis=0))
+    window.rollback()
+    assert window.count == len(kept)
+
+
+def test_plain_svi_keeps_no_statistic_between_updates(planted_corpus, svi_params):
+    model = SmoothedLDA(L=1, **svi_params).partial_fit(planted_corpus[0])
+    assert model._update_state.window.count == 0
+    assert model._update_state.window.nbytes == 0
+
+
 def test_window_memory_is_proportional_to_rows_seen():
     rng = np.random.default_rng(0)
     window = SmoothingWindow(length=10, shape=(10_000, 50), dtype=np.float64)

@@ -132,7 +132,8 @@ class SmoothingWindow:
     With ``length=1`` the sum is the latest statistic itself, rows and
     values, and no dense array is kept: the update, plain SVI, reads the
     statistic on its own rows and moves every other row toward the prior
-    alone.
+    alone. No later update reads it, so it is let go once its update is
+    kept (:meth:`commit`).
 
     Parameters
     ----------
@@ -235,8 +236,11 @@ class SmoothingWindow:
         self._undo = []
 
     def commit(self):
-        """Keep the pushes since :meth:`begin`."""
+        """Keep the pushes since :meth:`begin`; a window of one statistic
+        lets it go."""
         self._undo = []
+        if self.length == 1:
+            self.queue = ()
 
     def rollback(self):
         """Undo the pushes since :meth:`begin`, newest first."""
