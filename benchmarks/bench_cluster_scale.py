@@ -331,9 +331,9 @@ def extrapolation(
     rows_per_part = min(n_features, rows_read_per_document * batch_size / n_workers)
     exchange = 4 * 8 * n_components * rows_per_part / (2 * network_bytes_per_second)
     held = client_held + local_step + exchange
-    # The fitted lambda, the window's last statistic (at most every word)
-    # and one block on its way, as its message and as its array, in float32.
-    end_bytes = 4 * n_components * n_features * (2 + 2 / n_workers)
+    # The fitted lambda and one block on its way, as its message and as its
+    # array, in float32.
+    end_bytes = 4 * n_components * n_features * (1 + 2 / n_workers)
     return [
         [
             f"measured: local step at K={n_components}, one thread, per document",
@@ -392,8 +392,7 @@ def extrapolation(
         ],
         [
             "lambda on the workers: client memory at the end, float32, at most "
-            "(the fitted lambda, the window's last statistic, one block on its "
-            "way, twice)",
+            "(the fitted lambda and one block on its way, twice)",
             f"{end_bytes / 1e9:.2f} GB = {end_bytes / 2**30:.2f} GiB",
         ],
     ]

@@ -775,28 +775,6 @@ def test_a_large_payload_leaves_the_client_once_and_is_copied_by_the_workers(
     assert_allclose(on_cluster.components_, alone.components_, rtol=1e-10)
 
 
-@pytest.mark.parametrize("estimator", [SmoothedLDA, FilteredLDA])
-def test_dask_ml_incremental_gives_partial_fit_over_the_blocks(
-    client, documents, estimator
-):
-    """dask-ml's Incremental (an optional library) calls partial_fit on each
-    block in turn, and its score is the model's."""
-    wrappers = pytest.importorskip("dask_ml.wrappers")
-    settings = dict(n_components=5, batch_size=100, random_state=0, total_samples=1500)
-    dense = documents.toarray()
-    incremental = wrappers.Incremental(estimator(**settings), shuffle_blocks=False)
-    incremental.fit(da.from_array(dense, chunks=(300, dense.shape[1])))
-    alone = estimator(**settings)
-    for start in range(0, 1500, 300):
-        alone.partial_fit(dense[start : start + 300])
-    assert_allclose(incremental.estimator_.components_, alone.components_, rtol=1e-10)
-    assert_allclose(
-        incremental.score(da.from_array(dense, chunks=(300, dense.shape[1])), None),
-        alone.score(dense),
-        rtol=1e-12,
-    )
-
-
 @pytest.mark.parametrize("partitioned", [False, True])
 @pytest.mark.parametrize("estimator", [SmoothedLDA, AnnealedLDA])
 def test_the_workers_find_their_samples_of_each_minibatch(
