@@ -99,7 +99,7 @@ def quality_against_tomotopy():
     (``bench_quality.py``), one row per entry of ``QUALITY_ROWS``; "-"
     where a model had no checkpoint within the budget or was not run to it.
     """
-    budgets = results_table(f"quality_{next(iter(QUALITY_ROWS))}").header[1:]
+    budgets = results_table(f"quality_{next(iter(QUALITY_ROWS))}").header[2:]
     rows = []
     for corpus, labels in QUALITY_ROWS.items():
         table = results_table(f"quality_{corpus}")

@@ -175,7 +175,7 @@ class FilteredLDA(_OnlineLDA):
     over an eighth of them (``observed_components``), so that an update
     costs 1.06 to 1.20 times plain SVI's, its start included; its first
     steps rise above the bound, so on a stationary corpus, in the
-    same CPU time, it trails plain SVI by up to 0.009 in the first second
+    same CPU time, it trailed plain SVI by up to 0.004 on short texts
     (see the user guide).
 
     Read more in the :ref:`User Guide <filtered_lda>`.""",
