@@ -456,12 +456,8 @@ def format_against_plain_svi(runs, budgets):
             continue
         differences = np.array(
             [
-                np.subtract(
-                    *(
-                        np.array(score_at_budgets(each, budgets), dtype=float)
-                        for each in (run, plain[run["seed"]])
-                    )
-                )
+                np.array(score_at_budgets(run, budgets), dtype=float)
+                - np.array(score_at_budgets(plain[run["seed"]], budgets), dtype=float)
                 for run in paired
             ]
         )
