@@ -58,7 +58,7 @@ def batch_steps(topics, X_train, completion, local_step, args):
         random_state=args.seed,
     ).partial_fit(X_train[:1])
     model._natural = np.ascontiguousarray(topics.T, dtype=model._natural.dtype)
-    model._natural_updated(model._row_totals())
+    model._natural_updated(model._natural_store.totals())
     model._update_state.step_size = ConstantStepSize(1.0)
     rows = []
     for step in range(1, args.steps + 1):

@@ -56,7 +56,8 @@ from ._model_shards import (
     partitions_model,
 )
 from ._permutation import PermutedSpan
-from ._sources import assembled_columns, evenly_spaced_rows, register_engine
+from ._sources import evenly_spaced_rows, local_store, register_engine
+from ._store import LocalStore
 from ._threads import thread_pool
 
 logger = logging.getLogger("sklearn_svi.cluster")
@@ -259,8 +260,7 @@ def _held_part_statistic(
         return
     model = pickle.loads(payload)
     rows = model._rows_read(part[1])
-    model._natural = shards.rows_of(rows, scale)
-    model._natural_rows = rows
+    model._natural_store = LocalStore(shards.rows_of(rows, scale), rows=rows)
     statistic = _statistic_of_part(model, part, sample_weight, draw, n_batch)
     shards.receive(change, draw, index, statistic)
 
@@ -633,7 +633,7 @@ class ClusterRows:
         columns after the other, so that the client never holds all of it;
         otherwise an array on the client."""
         if not partitions_model():
-            return assembled_columns(shape, dtype, columns)
+            return local_store(shape, dtype, columns)
         workers = sorted(self.client.nthreads())
         return RowShards.started(
             self.client, shape, dtype, columns, workers, self.timeout
@@ -741,7 +741,7 @@ class ClusterRows:
         from the blocks, worker to worker. A worker lost with a block of
         lambda ends the fit (see :mod:`sklearn_svi._model_shards`).
         """
-        scale = self.model._update_state.scaled_rows.scale
+        scale = self.shards.scale
         payload = _serialized(self.model._local_copy(np.empty(0, dtype=np.intp)))
         weights = self._scattered_weights(sample_weight)
         parts = [

@@ -13,12 +13,16 @@ from abc import ABCMeta, abstractmethod
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from ._store import LocalStore
+
 
 class OnlineModel(metaclass=ABCMeta):
     """The hooks through which a model takes part in the online update.
 
-    lambda is an array of shape (n_params, n_components), kept in
-    ``_natural``; the update's own state is ``_update_state``.
+    lambda is an array of shape (n_params, n_components), read as
+    ``_natural`` and kept in its store, ``_natural_store``
+    (:mod:`sklearn_svi._store`); the update's own state is
+    ``_update_state``.
     """
 
     # Minibatches' worth of rows that ``_initialize_online`` reads when the
@@ -65,9 +69,13 @@ class OnlineModel(metaclass=ABCMeta):
         """eta, a scalar or an array shaped like lambda (or one column of it)."""
 
     @abstractmethod
-    def _project_natural(self):
-        """Make lambda feasible after an annealed update; return the number
-        of coordinates changed."""
+    def _projection(self):
+        """The projection onto lambda's feasible set after an annealed
+        update: a function ``projection(natural, prior)`` that makes an
+        array of lambda's rows feasible in place and returns the number of
+        values changed, ``prior`` being eta of those rows in the form of the
+        compiled passes. A model that keeps lambda scaled (``_scales_rows``)
+        projects row by row, so that blocks of rows can apply it apart."""
 
     @abstractmethod
     def _evaluation_score(self, X):
@@ -81,7 +89,7 @@ class OnlineModel(metaclass=ABCMeta):
         """``X`` validated for a fitted model, in the type of lambda."""
         check_is_fitted(self)
         return self._check_training_data(
-            X, reset=False, dtype=self._stored_natural.dtype
+            X, reset=False, dtype=self._natural_store.dtype
         )
 
     def _prepare_minibatch(self, X_batch):
@@ -107,8 +115,8 @@ class OnlineModel(metaclass=ABCMeta):
         """A copy of the model that holds what the local step needs.
 
         What only the update uses (its ``UpdateState``) is left out, and
-        lambda is cut to the rows ``rows`` when they are given; the copy
-        keeps their indices in ``_natural_rows``. This is what travels to a
+        lambda is cut to the rows ``rows`` when they are given (a store of
+        those rows, which knows their indices). This is what travels to a
         worker of a cluster.
         """
         # A new instance of the class with a copy of the attributes: a copy
@@ -119,9 +127,10 @@ class OnlineModel(metaclass=ABCMeta):
         if rows is None:
             local._natural = self._natural
         else:
-            natural, natural_rows = self._natural_of_rows(rows)
-            local._natural = natural if natural_rows is not None else natural[rows]
-            local._natural_rows = rows
+            block, block_rows = self._natural_store.rows_block(rows)
+            if block_rows is None:
+                block = block[rows]
+            local._natural_store = LocalStore(block, rows=rows)
         return local
 
     def _least_likely_samples(self, X_batch):

@@ -2,7 +2,7 @@
 
 With Dask's configuration ``"sklearn-svi.partition-model"`` set, a fit on a
 cluster keeps the stored array of lambda (lambda = eta + c (stored - eta),
-:class:`~sklearn_svi._update_state.ScaledRows`), the smoothing window and a
+:mod:`sklearn_svi._store`), the smoothing window and a
 filter's state of each row in one block of rows per worker, each held by a
 Dask actor, a :class:`ModelShard`. An update then moves no part of them
 through the client:
@@ -12,12 +12,13 @@ through the client:
    worker to worker, computes its statistic, and hands each block the rows
    of the statistic that it holds;
 2. the client runs the update as on one machine (``OnlineUpdateMixin``),
-   with handles in the place of the arrays: :class:`RowShards` for the
-   stored array, :class:`HeldWindow` for the window and
+   with :class:`RowShards` as lambda's store, and handles in the place of
+   the mechanisms' rows: :class:`HeldWindow` for the window and
    :class:`HeldFilterRows` for a filter's rows. Each pass over the rows
-   becomes a call to every block, which runs the compiled pass of one
-   machine on its rows and returns its sums (the filter's norms, the new
-   rows' totals), added on the client in the order of the rows.
+   becomes a call to every block, which runs the pass of one machine on its
+   rows (:class:`~sklearn_svi._store.StoredRows`) and returns its sums (the
+   filter's norms, the new rows' totals), added on the client in the order
+   of the rows.
 
 A new fit starts lambda on the blocks: the client draws the initial topics
 a batch at a time and writes each block its rows of the batch
@@ -45,9 +46,7 @@ from ._mechanisms import (
     added_statistics,
     frozen_prior,
 )
-from ._threads import sum_rows
-from ._update_fast import add_to_rows, scaled_rows_of, step_toward_target
-from ._update_state import raise_to_floor
+from ._store import LocalStore, ScaledStore, Scaling, StoredRows
 
 # The key of Dask's configuration that partitions lambda over the workers.
 PARTITION_KEY = "sklearn-svi.partition-model"
@@ -92,6 +91,10 @@ class HeldStatistic:
         """Whether it lists all ``n_rows`` rows of lambda."""
         return self.lists_every_row
 
+    def in_type(self, dtype):
+        """The statistic itself: the blocks hold its pieces in their type."""
+        return self
+
 
 def check_partitionable(model):
     """Refuse a fit whose update needs more of lambda than a block holds,
@@ -121,9 +124,9 @@ def check_partitionable(model):
 
 
 class ModelShard:
-    """Rows ``start`` to ``start + n_rows`` of lambda's stored array, of the
-    smoothing window and of the filter's state, held by one worker (a Dask
-    actor).
+    """Rows ``start`` to ``start + n_rows`` of lambda's stored array (their
+    :class:`~sklearn_svi._store.StoredRows`), of the smoothing window and of
+    the filter's state, held by one worker (a Dask actor).
 
     It starts with the stored rows' columns written batch by batch
     (:meth:`write_columns`); :meth:`hold` gives it the rest before the
@@ -145,7 +148,7 @@ class ModelShard:
     """
 
     def __init__(self, n_rows, n_components, dtype, start):
-        self.stored = np.empty((n_rows, n_components), dtype=dtype)
+        self.rows = StoredRows(np.empty((n_rows, n_components), dtype=dtype))
         self.start = start
         self.prior = None
         self.window = None
@@ -154,15 +157,12 @@ class ModelShard:
         # The pieces of each update's statistic, by its number and then by
         # the part's index.
         self._pieces = {}
-        # What the change altered, as it was, newest last: rows of the
-        # stored array, or the whole array it replaced.
-        self._changes = []
         # The rows that the filter visited last.
         self._observed = None
 
     def write_columns(self, first, block):
         """The stored rows' columns ``first`` to ``first + block.shape[1] - 1``."""
-        self.stored[:, first : first + block.shape[1]] = block
+        self.rows.array[:, first : first + block.shape[1]] = block
 
     def hold(self, prior, window, filter_rows):
         """Take eta on the rows, in the form the compiled passes read (of
@@ -175,10 +175,8 @@ class ModelShard:
 
     def rows_of(self, rows, scale):
         """lambda on ``rows`` (indices in lambda): eta + c (stored - eta)."""
-        out = np.empty((len(rows), self.stored.shape[1]), dtype=self.stored.dtype)
         local_rows = np.ascontiguousarray(rows - self.start, dtype=np.intp)
-        scaled_rows_of(self.stored, local_rows, self.prior, scale, out)
-        return out
+        return self.rows.rows_of(local_rows, self.prior, scale)
 
     def receive(self, change, draw, index, rows, block):
         """Keep the piece of part ``index`` of update ``draw``'s statistic."""
@@ -190,10 +188,9 @@ class ModelShard:
         """Update ``draw``'s statistic on these rows, its pieces added in
         the order of the parts, and forgotten."""
         pieces = self._pieces.pop(draw, {})
+        array = self.rows.array
         total = added_statistics(
-            [pieces[index] for index in sorted(pieces)],
-            self.stored.shape[1],
-            self.stored.dtype,
+            [pieces[index] for index in sorted(pieces)], array.shape[1], array.dtype
         )
         return SparseStatistic(total.rows, total.block, None, negatively_weighted)
 
@@ -211,7 +208,7 @@ class ModelShard:
         total = self.window.sum if draw is None else self._statistic(draw)
         self._observed = total
         return self.filter_rows.observe(
-            NoisyOptimum(total, total_scale, self.prior), self.stored, *arguments
+            NoisyOptimum(total, total_scale, self.prior), self.rows.array, *arguments
         )
 
     def restart_clock(self, change):
@@ -224,80 +221,57 @@ class ModelShard:
         self._begin(change)
         self.filter_rows.advance(self._observed, clock_decay, clock_offset)
 
-    def step(self, change, factor):
-        """stored[rows] += factor (the window's total) on the total's rows:
-        the sums over the rows of what was added, and whether the new rows
-        are finite (:meth:`ScaledRows.step`)."""
+    def add(self, change, factor):
+        """stored += factor (the window's total) on the total's rows
+        (:meth:`StoredRows.add`)."""
         self._begin(change)
-        total = self.window.sum
-        saved = np.empty_like(total.block)
-        added, finite = add_to_rows(self.stored, total.rows, total.block, factor, saved)
-        self._changes.append((total.rows, saved))
-        return added, finite
+        return self.rows.add(self.window.sum, factor)
 
-    def step_all(self, change, total_scale, rho):
-        """stored <- (1 - rho) stored + rho (eta + ``total_scale`` total) on
-        every row, the unscaled update; the sums of the new rows, in
-        float64."""
+    def step_toward(self, change, total_scale, rho):
+        """stored <- (1 - rho) stored + rho (eta + ``total_scale`` total)
+        on every row (:meth:`StoredRows.step_toward`)."""
         self._begin(change)
-        total = self.window.sum
-        updated = np.empty_like(self.stored)
-        row_sums = sum_rows(
-            lambda span: step_toward_target(
-                self.stored,
-                updated,
-                *total.restricted_to(span),
-                total_scale,
-                self.prior,
-                rho,
-                span.start,
-                span.stop,
-            ),
-            len(self.stored),
-        )
-        self._changes.append((slice(None), self.stored))
-        self.stored = updated
-        return row_sums
+        target = NoisyOptimum(self.window.sum, total_scale, self.prior)
+        return self.rows.step_toward(target, rho)
 
-    def project(self, change):
-        """Raise every entry below eta to eta; the number raised."""
+    def project(self, change, projection):
+        """The model's ``projection`` of these rows; the values it changed."""
         self._begin(change)
-        self._changes.append((slice(None), self.stored.copy()))
-        return raise_to_floor(self.stored, self.prior, slice(None))
+        return self.rows.project(projection, self.prior)
 
     def settle(self, change, scale):
         """Write out lambda: stored <- eta + c (stored - eta)."""
         self._begin(change)
-        rows = np.arange(self.start, self.start + len(self.stored))
-        self._changes.append((slice(None), self.stored))
-        self.stored = self.rows_of(rows, scale)
+        self.rows.settle(self.prior, scale)
 
     def totals(self):
         """The sums of the stored rows, in float64."""
-        return self.stored.sum(axis=0, dtype=np.float64)
+        return self.rows.totals()
 
     def undo(self, change):
         """Put back what ``change`` altered."""
         if change != self._change:
             return
-        for rows, saved in reversed(self._changes):
-            if isinstance(rows, slice):
-                self.stored = saved
-            else:
-                self.stored[rows] = saved
         for part in self._parts():
             part.rollback()
             part.begin()
-        self._changes = []
         self._pieces = {}
 
-    def held(self, name):
-        """What the shard holds of ``name``: ``"stored"`` (its rows of the
-        stored array), ``"window"`` or ``"filter_rows"``."""
-        return getattr(self, name)
+    def stored(self):
+        """The block's rows of the stored array."""
+        return self.rows.array
+
+    def held_window(self):
+        """The block's rows of the smoothing window."""
+        return self.window
+
+    def held_filter_rows(self):
+        """The block's rows of a filter's state, None for a schedule."""
+        return self.filter_rows
 
     def _parts(self):
-        return [part for part in (self.window, self.filter_rows) if part is not None]
+        parts = (self.rows, self.window, self.filter_rows)
+        return [part for part in parts if part is not None]
 
     def keep(self, change):
         """Keep the changes before ``change``, which alters nothing."""
@@ -311,18 +285,21 @@ class ModelShard:
                 part.begin()
             self._change = change
             self._pieces = {}
-            self._changes = []
             self._observed = None
 
 
-class RowShards:
-    """The client's handle of lambda's stored array, of the smoothing window
-    and of the filter's state, held by blocks of rows on the workers.
+class RowShards(ScaledStore):
+    """lambda's store on a cluster: blocks of rows of the stored array, of
+    the smoothing window and of the filter's state, held by the workers.
 
-    It stands where the model keeps its stored array during a fit, with
-    its ``shape``, ``dtype`` and length; ``np.asarray`` gathers it. It takes
-    part in the model's transactions: each is a change of the blocks, which
-    a rollback undoes on every block.
+    The client keeps the scale of lambda = eta + c (stored - eta) and the
+    sums over the rows (:class:`~sklearn_svi._store.ScaledStore`); each pass
+    over the rows is a call to every block, which runs it on its
+    :class:`~sklearn_svi._store.StoredRows` and returns its sums, added in
+    the order of the rows. It takes part in the model's transactions: each
+    is a change of the blocks, which a rollback undoes on every block.
+    Pickled, it is the handle of the blocks, without the client's scale;
+    :meth:`gathered` is the store a saved model holds.
 
     Parameters
     ----------
@@ -343,10 +320,9 @@ class RowShards:
     """
 
     def __init__(self, actors, bounds, n_components, dtype, timeout=None, futures=()):
+        super().__init__((int(bounds[-1]), n_components), dtype)
         self.actors = actors
         self.bounds = bounds
-        self.shape = (int(bounds[-1]), n_components)
-        self.dtype = np.dtype(dtype)
         self.timeout = timeout
         self.futures = list(futures)
         self.change = 0
@@ -381,12 +357,16 @@ class RowShards:
         return shards
 
     @classmethod
-    def scattered(cls, client, stored, workers, timeout=None):
-        """:meth:`started` from the whole of ``stored``."""
+    def scattered(cls, client, store, workers, timeout=None):
+        """:meth:`started` from a :class:`~sklearn_svi._store.LocalStore`,
+        its scale kept."""
+        stored = store.stored
         columns = iter([(0, stored)])
-        return cls.started(
+        shards = cls.started(
             client, stored.shape, stored.dtype, columns, workers, timeout
         )
+        shards.scaling = store.scaling
+        return shards
 
     def hold(self, prior, window, filter_rows):
         """Give each block its rows of ``prior`` (eta, in the form of the
@@ -413,51 +393,69 @@ class RowShards:
         """Whether a worker that held a block was lost, and the block with it."""
         return any(future.status != "finished" for future in self.futures)
 
-    def __len__(self):
-        return self.shape[0]
-
     def __getstate__(self):
-        return {**vars(self), "futures": []}
+        # The handle: the client's scale and saved state stay behind.
+        state = {**vars(self), "futures": []}
+        for name in ("scaling", "_saved_scaling"):
+            state.pop(name)
+        return state
 
-    def __array__(self, dtype=None, copy=None):
-        stored = self.stored_array()
-        return stored if dtype is None else stored.astype(dtype, copy=False)
+    def __setstate__(self, state):
+        vars(self).update(state)
+        self.scaling, self._saved_scaling = Scaling(), None
 
-    def _each_block(self, name):
-        """What each block holds of ``name`` (:meth:`ModelShard.held`),
-        gathered one block after the other."""
+    def _each_block(self, held):
+        """``held(actor)``'s result for each block, one block after the
+        other."""
         for actor in self.actors:
-            (held,) = self._results([actor.held(name)])
-            yield held
+            (result,) = self._results([held(actor)])
+            yield result
 
     def stored_array(self):
         """The stored array, gathered one block after the other into it."""
         stored = np.empty(self.shape, dtype=self.dtype)
-        for (_, start, stop), rows in zip(self._blocks(), self._each_block("stored")):
+        blocks = self._each_block(lambda actor: actor.stored())
+        for (_, start, stop), rows in zip(self._blocks(), blocks):
             stored[start:stop] = rows
         return stored
 
     def window(self):
         """The smoothing window of all the rows, gathered."""
-        return SmoothingWindow.stacked(
-            list(self._each_block("window")), self.bounds[:-1]
-        )
+        windows = self._each_block(lambda actor: actor.held_window())
+        return SmoothingWindow.stacked(list(windows), self.bounds[:-1])
 
     def filter_rows(self):
         """A filter's state of all the rows, gathered; None for a schedule."""
-        rows = list(self._each_block("filter_rows"))
+        rows = list(self._each_block(lambda actor: actor.held_filter_rows()))
         return None if rows[0] is None else FilterRows.stacked(rows)
 
     def contents(self):
-        """The stored array, the smoothing window and the filter's state of
-        the rows (None for a schedule), gathered. The window and the filter's
-        state come first, so that their blocks and their stacked copies are
-        not all held beside lambda."""
+        """The store of this process with lambda's values, the smoothing
+        window and the filter's state of the rows (None for a schedule),
+        gathered. The window and the filter's state come first, so that
+        their blocks and their stacked copies are not all held beside
+        lambda."""
         window, filter_rows = self.window(), self.filter_rows()
-        return self.stored_array(), window, filter_rows
+        return self.gathered(), window, filter_rows
+
+    # -- the store ----------------------------------------------------------------
+
+    @property
+    def stored(self):
+        return self
+
+    def array(self):
+        return self.gathered().array()
+
+    def rows_block(self, rows):
+        return self.rows_of(rows, self.scale), rows
+
+    def gathered(self):
+        return LocalStore(self.stored_array(), scaling=self.scaling)
 
     def rows_of(self, rows, scale):
-        """lambda on the sorted ``rows``, read from the shards that hold them."""
+        """eta + ``scale`` (stored - eta) on the sorted ``rows``, read from
+        the blocks that hold them."""
         cuts = np.searchsorted(rows, self.bounds)
         blocks = self._results(
             [
@@ -469,6 +467,37 @@ class RowShards:
         if not blocks:
             return np.empty((0, self.shape[1]), dtype=self.dtype)
         return np.concatenate(blocks)
+
+    def _on_every_block(self, call):
+        """``call(actor)`` on every block; the results in the order of the
+        rows."""
+        return self._results([call(actor) for actor in self.actors])
+
+    def _stored_totals(self):
+        return _added(self._on_every_block(lambda actor: actor.totals()))
+
+    def _add(self, total, factor):
+        # The blocks add their window's total, which ``total`` stands for.
+        results = self._on_every_block(lambda actor: actor.add(self.change, factor))
+        added = _added([shard_added for shard_added, _ in results])
+        return added, all(finite for _, finite in results)
+
+    def _step_toward(self, target, rho):
+        return _added(
+            self._on_every_block(
+                lambda actor: actor.step_toward(self.change, target.scale, rho)
+            )
+        )
+
+    def _settle(self, prior, scale):
+        self._on_every_block(lambda actor: actor.settle(self.change, scale))
+
+    def _project(self, projection, prior):
+        return sum(
+            self._on_every_block(lambda actor: actor.project(self.change, projection))
+        )
+
+    # -- the window's and the filter's passes ---------------------------------------
 
     def receive(self, change, draw, index, statistic):
         """Hand each shard its rows of part ``index``'s statistic."""
@@ -487,65 +516,29 @@ class RowShards:
             ]
         )
 
-    def _on_every_shard(self, method, *arguments):
-        """``method(change, *arguments)`` on every shard; the results in the
-        order of the rows."""
-        return self._results(
-            [getattr(actor, method)(self.change, *arguments) for actor in self.actors]
-        )
-
     def push(self, draw, negatively_weighted):
         """Push update ``draw``'s statistic into every shard's window."""
-        self._on_every_shard("push", draw, negatively_weighted)
+        self._on_every_block(
+            lambda actor: actor.push(self.change, draw, negatively_weighted)
+        )
 
     def observe(self, draw, total_scale, *arguments):
         """The filter's pass on every shard (:meth:`ModelShard.observe`): its
         sums over all rows."""
-        sums = np.zeros(6)
-        for shard_sums in self._on_every_shard(
-            "observe", draw, total_scale, *arguments
-        ):
-            sums += shard_sums
-        return sums
+        return _added(
+            self._on_every_block(
+                lambda actor: actor.observe(self.change, draw, total_scale, *arguments)
+            ),
+            size=6,
+        )
 
     def restart_clock(self):
-        self._on_every_shard("restart_clock")
+        self._on_every_block(lambda actor: actor.restart_clock(self.change))
 
     def advance_clock(self, clock_decay, clock_offset):
-        self._on_every_shard("advance_clock", clock_decay, clock_offset)
-
-    def step(self, factor):
-        """The scaled update on every shard (:meth:`ModelShard.step`): the
-        sums over all rows of what was added, in float64, and whether every
-        new row is finite."""
-        results = self._on_every_shard("step", factor)
-        added = np.zeros(self.shape[1])
-        for shard_added, _ in results:
-            added += shard_added
-        return added, all(finite for _, finite in results)
-
-    def step_all(self, total_scale, rho):
-        """The unscaled update on every shard (:meth:`ModelShard.step_all`):
-        the sums of the new lambda over the rows, in float64."""
-        row_sums = np.zeros(self.shape[1])
-        for shard_sums in self._on_every_shard("step_all", total_scale, rho):
-            row_sums += shard_sums
-        return row_sums
-
-    def project(self):
-        """Raise every entry of lambda below eta to eta; the number raised."""
-        return sum(self._on_every_shard("project"))
-
-    def settle(self, scale):
-        """Write out lambda on every shard."""
-        self._on_every_shard("settle", scale)
-
-    def totals(self):
-        """The sums of the stored array over its rows, in float64."""
-        totals = np.zeros(self.shape[1])
-        for shard_totals in self._results([actor.totals() for actor in self.actors]):
-            totals += shard_totals
-        return totals
+        self._on_every_block(
+            lambda actor: actor.advance_clock(self.change, clock_decay, clock_offset)
+        )
 
     def _results(self, actor_futures):
         """The calls' results, or a clear error after ``timeout`` seconds."""
@@ -562,17 +555,15 @@ class RowShards:
 
     def begin(self):
         """A new change of the blocks begins."""
+        super().begin()
         self.change += 1
-
-    def commit(self):
-        """Keep the change (the blocks keep it when the next one begins)."""
 
     def keep(self):
         """The blocks keep every change so far, and let go of what they
         saved to undo it and of the statistics that their windows no longer
         need."""
-        self.begin()
-        self._on_every_shard("keep")
+        self.change += 1
+        self._on_every_block(lambda actor: actor.keep(self.change))
 
     def rollback(self):
         """Undo the change on every block.
@@ -581,13 +572,22 @@ class RowShards:
         on: the error that stopped the update is the one raised.
         """
         with contextlib.suppress(Exception):
-            self._results([actor.undo(self.change) for actor in self.actors])
+            self._on_every_block(lambda actor: actor.undo(self.change))
+        super().rollback()
 
     def release(self):
         """Let the actors go."""
         for future in self.futures:
             future.release()
         self.futures = []
+
+
+def _added(sums, size=None):
+    """The arrays ``sums`` added in their order, in float64."""
+    total = np.zeros(len(sums[0]) if size is None else size)
+    for part in sums:
+        total += part
+    return total
 
 
 class HeldFilterRows:
@@ -722,8 +722,8 @@ def held_by_workers(model, client, timeout):
     Parameters
     ----------
     model : OnlineUpdateMixin
-        A model whose fit has begun (it has lambda, or the handle of the
-        blocks that hold it, and its update state).
+        A model whose fit has begun (it has lambda's store, in this process
+        or on the blocks, and its update state).
     client : distributed.Client
         The cluster's client.
     timeout : float
@@ -743,21 +743,21 @@ def held_by_workers(model, client, timeout):
     filter_rows = getattr(state.step_size, "rows", None)
     # lambda is on the client, or its blocks were started with the fit
     # (``ClusterRows.stored_columns``).
-    on_client = model._holds_natural()
-    shards = model._stored_natural
+    shards = model._natural_store
+    on_client = not isinstance(shards, RowShards)
     if on_client:
         shards = RowShards.scattered(
-            client, model._stored_natural, sorted(client.nthreads()), timeout
+            client, model._natural_store, sorted(client.nthreads()), timeout
         )
     try:
         shards.hold(model._compiled_prior(), state.window, filter_rows)
     except BaseException:
         shards.release()
         if not on_client:
-            del model.__dict__["_natural"]
+            del model._natural_store
         raise
     try:
-        model.__dict__["_natural"] = shards
+        model._natural_store = shards
         state.window = HeldWindow(
             state.window.length,
             [statistic.negatively_weighted for statistic in state.window.queue],
@@ -769,16 +769,15 @@ def held_by_workers(model, client, timeout):
         shards.keep()
         # The blocks write lambda out, so that the client receives lambda
         # itself, once, and ``components_`` is a view of it.
-        model._settle_natural()
+        shards.settle()
     finally:
         try:
-            stored, state.window, gathered_rows = shards.contents()
+            model._natural_store, state.window, gathered_rows = shards.contents()
             if gathered_rows is not None:
                 gathered_rows.prior = state.step_size.rows.prior
                 state.step_size.rows = gathered_rows
-            model.__dict__["_natural"] = stored
         except Exception as error:
-            del model.__dict__["_natural"]
+            del model._natural_store
             raise RuntimeError(
                 "A worker that held a block of lambda's rows was lost, and the "
                 "block with it: the model is no longer fitted. Load its last "

@@ -32,15 +32,15 @@ from sklearn.base import _fit_context
 from sklearn.utils import check_random_state, gen_batches
 
 from ._contract import OnlineModel
-from ._mechanisms import NoisyOptimum, SmoothingWindow
+from ._mechanisms import NoisyOptimum
 from ._parameters import OnlineParameters
 from ._permutation import KeyedPermutation, PermutedSpan
 from ._persistence import VersionedState
-from ._sources import assembled_columns, training_rows
-from ._threads import sum_rows, thread_pool
-from ._transaction import spare_like, transaction
-from ._update_fast import step_toward_target
-from ._update_state import SMALLEST_SCALE, UpdateState
+from ._sources import local_store, training_rows
+from ._store import LocalStore
+from ._threads import thread_pool
+from ._transaction import transaction
+from ._update_state import UpdateState
 from ._validation import refused_update
 
 # Each update's local step is timed at the DEBUG level.
@@ -89,10 +89,10 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
     """Drive ``fit`` and ``partial_fit`` through the shared SVI update.
 
     The model supplies its part through the hooks of :class:`OnlineModel`;
-    a model that overrides ``_initialize_online`` calls it. lambda is an
-    array of shape (n_params, n_components), ``_natural`` (stored scaled
-    between updates that wrote only some rows, for a model that sets
-    ``_scales_rows``), and everything else the update changes is the fit's
+    a model that overrides ``_initialize_online`` calls it. lambda, of shape
+    (n_params, n_components), is read as ``_natural`` and kept in its store,
+    ``_natural_store`` (:mod:`sklearn_svi._store`), through which alone the
+    update moves it; everything else the update changes is the fit's
     ``UpdateState``.
 
     The mixin reads the estimator's parameters (:class:`OnlineParameters`)
@@ -105,7 +105,7 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
     """
 
     # Whether an update of plain SVI may write only the rows of its
-    # statistic, keeping lambda - eta on the others scaled (``ScaledRows``):
+    # statistic, keeping lambda - eta on the others scaled (``ScaledStore``):
     # for models whose minibatches touch few rows of lambda.
     _scales_rows = False
 
@@ -116,94 +116,14 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
 
     @property
     def _natural(self):
-        """lambda, of shape (n_params, n_components).
-
-        While updates keep it scaled, a read-only array computed from the
-        stored one; otherwise the stored array itself.
-        """
-        stored = self._stored_natural
-        if not self._holds_natural():
-            stored = np.asarray(stored)
-            stored.flags.writeable = False
-        scaled = self._scaled_rows()
-        if scaled is None:
-            return stored
-        settled = scaled.settled(stored)
-        settled.flags.writeable = False
-        return settled
+        """lambda, of shape (n_params, n_components), read-only: the one
+        reader of lambda's store (``_natural_store``)."""
+        return self._natural_store.array()
 
     @_natural.setter
     def _natural(self, value):
-        # A new lambda, unscaled.
-        self.__dict__["_natural"] = value
-        state = self.__dict__.get("_update_state")
-        if state is not None:
-            state.scaled_rows.reset()
-
-    @property
-    def _stored_natural(self):
-        """The array that holds lambda, scaled or not: its shape and type
-        are lambda's."""
-        try:
-            return self.__dict__["_natural"]
-        except KeyError:  # not fitted
-            raise AttributeError("_natural") from None
-
-    def _holds_natural(self):
-        """Whether this process holds lambda's stored array; otherwise the
-        workers of a cluster hold it by blocks of rows, and the stored
-        array is their handle (:class:`~sklearn_svi._model_shards.RowShards`)
-        until the fit ends."""
-        return isinstance(self._stored_natural, np.ndarray)
-
-    def _scaled_rows(self):
-        """The ``ScaledRows`` of the fit while lambda is scaled, else None."""
-        state = self.__dict__.get("_update_state")
-        if state is None or state.scaled_rows.scale == 1.0:
-            return None
-        return state.scaled_rows
-
-    def _natural_of_rows(self, rows):
-        """lambda on ``rows`` (sorted) at least, and the indices of the rows
-        of the array returned (None when it holds every row)."""
-        local_rows = self.__dict__.get("_natural_rows")
-        if local_rows is not None:
-            return self._stored_natural, local_rows
-        scaled = self._scaled_rows()
-        if not self._holds_natural():
-            scale = 1.0 if scaled is None else scaled.scale
-            return self._stored_natural.rows_of(rows, scale), rows
-        if scaled is None:
-            return self._stored_natural, None
-        return scaled.rows_of(self._stored_natural, rows), rows
-
-    def _row_totals(self):
-        """The sums of lambda over its rows, in float64.
-
-        Summed over the same fixed blocks of rows as the update's own sums,
-        so that the result does not depend on the number of threads; while
-        lambda is scaled, from the scale's own sums.
-        """
-        scaled = self._scaled_rows()
-        if scaled is not None:
-            return scaled.prior_totals + scaled.scale * scaled.excess_totals
-        stored = self._stored_natural
-        if not self._holds_natural():
-            return stored.totals()
-        return sum_rows(
-            lambda span: stored[span].sum(axis=0, dtype=np.float64), len(stored)
-        )
-
-    def _settle_natural(self):
-        """Write out a scaled lambda: the stored array becomes lambda again."""
-        scaled = self._scaled_rows()
-        if scaled is None:
-            return
-        if self._holds_natural():
-            self.__dict__["_natural"] = scaled.settled(self._stored_natural)
-        else:
-            self._stored_natural.settle(scaled.scale)
-        scaled.reset()
+        # The one writer: a new lambda, in a new store of this process.
+        self._natural_store = LocalStore(value)
 
     def _checked_mechanisms(self):
         """The mechanism settings, checked against the other parameters."""
@@ -211,21 +131,22 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
         settings.check(self.batch_size)
         return settings
 
-    def _initialize_online(self, X, n_total, mechanisms, store=assembled_columns):
+    def _initialize_online(self, X, n_total, mechanisms, store=local_store):
         """Reset lambda, the update's state and the counters.
 
         A model that overrides it calls it; ``X`` holds the rows the model
         starts from (all of the data in memory, a sample of a cluster's);
-        ``store`` keeps lambda's initial columns (the training data's
-        ``stored_columns``: a cluster's workers may hold them).
+        ``store`` makes lambda's store from its initial columns (the
+        training data's ``stored_columns``: a cluster's workers may hold
+        them).
         """
         random_state = check_random_state(self.random_state)
-        self._natural = store(*self._initial_columns(X, n_total, random_state))
-        stored = self._stored_natural
+        self._natural_store = store(*self._initial_columns(X, n_total, random_state))
+        store = self._natural_store
         self._update_state = UpdateState.build(
             mechanisms,
-            stored.shape,
-            stored.dtype,
+            store.shape,
+            store.dtype,
             random_state,
             exchangeable_columns=self._exchangeable_columns,
         )
@@ -238,9 +159,8 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
     def __getstate__(self):
         # lambda held by a cluster's workers is saved as one array.
         state = super().__getstate__()
-        stored = state.get("_natural")
-        if stored is not None and not isinstance(stored, np.ndarray):
-            state = {**state, "_natural": np.asarray(stored)}
+        if "_natural_store" in state:
+            state = {**state, "_natural_store": state["_natural_store"].gathered()}
         return state
 
     @property
@@ -266,10 +186,14 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
         Whatever the body raises, ``KeyboardInterrupt`` included, the model
         is put back as it was on entry (see :mod:`sklearn_svi._transaction`).
         """
-        state = getattr(self, "_update_state", None)
-        parts = () if state is None else (state,)
-        if state is not None and not self._holds_natural():
-            parts = (*parts, self._stored_natural)
+        parts = [
+            part
+            for part in (
+                getattr(self, "_update_state", None),
+                self.__dict__.get("_natural_store"),
+            )
+            if part is not None
+        ]
         return transaction(self, parts)
 
     def _online_step(self, data, minibatch, n_total, X_val):
@@ -313,100 +237,39 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
         """Push the statistic into the window and move lambda toward the
         noisy optimum by the step size's rho; return rho."""
         state = self._update_state
+        store = self._natural_store
         state.window.push(statistic)
         # lambda^ = eta + N S~_t (Mandt & Blei 2014, Alg. 1; Hoffman et al.
         # 2013, eq. 25 when L = 1), never formed as an array: the filters and
         # the update compute it on the fly.
         target = self._noisy_optimum(state.window, n_total)
-        rho = state.step_size(
-            self.n_batch_iter_,
-            target,
-            self._stored_natural,
-            state.scaled_rows.scale,
-        )
-        self._move_natural(target, rho)
+        rho = state.step_size(self.n_batch_iter_, target, store.stored, store.scale)
+        # lambda = (1 - rho) lambda + rho lambda^ (Hoffman et al. 2013, eq. 26),
+        # refused if not finite.
+        if self._may_scale_rows(target, rho):
+            row_sums = store.step_rows(target.total, target.scale, rho, target.prior)
+        else:
+            row_sums = store.step_all(target, rho)
+        self._natural_updated(row_sums)
         if state.window.negatively_weighted:
             # Negative weights can take lambda^ out of the feasible set;
             # without them every iterate stays in it, as in plain SVI.
-            self.n_projected_ += self._projected_natural()
+            projected = store.project(self._projection(), target.prior)
+            if projected:
+                self._natural_updated(store.totals())
+            self.n_projected_ += projected
         return rho
 
-    def _projected_natural(self):
-        """Project lambda onto the feasible set; the number of coordinates
-        changed. Blocks of lambda held by a cluster's workers raise their
-        entries below eta to eta, the projection of the models whose lambda
-        they hold (those that keep lambda scaled)."""
-        if self._holds_natural():
-            return self._project_natural()
-        projected = self._stored_natural.project()
-        if projected:
-            self._natural_updated(self._row_totals())
-        return projected
-
-    def _move_natural(self, target, rho):
-        """lambda = (1 - rho) lambda + rho lambda^, refused if not finite.
-
-        When the model allows it and the update only shrinks lambda - eta
-        on the rows that its statistic does not list (a statistic that lists
-        some rows only, no negative weights, rho below 1), only the listed
-        rows are written and the others are scaled (``ScaledRows``).
-        Otherwise one pass over each row block writes the new lambda to a
-        spare array and sums its rows; the new lambda replaces the old one
-        only when every sum is finite, so an overflow or a NaN never reaches
-        the model.
-        """
-        state = self._update_state
-        if self._may_scale_rows(target, rho):
-            self._move_scaled_natural(target.total, target.scale, rho)
-            return
-        self._settle_natural()
-        updated = None
-        if self._holds_natural():
-            updated = spare_like(self._natural, state.spare_natural)
-            row_sums = sum_rows(
-                lambda span: step_toward_target(
-                    self._natural,
-                    updated,
-                    *target.restricted_to(span),
-                    rho,
-                    span.start,
-                    span.stop,
-                ),
-                len(self._natural),
-            )
-        else:
-            # The blocks move their rows, and undo it with the update.
-            row_sums = self._stored_natural.step_all(target.scale, rho)
-        if not np.all(np.isfinite(row_sums)):
-            raise FloatingPointError(
-                "The update from this minibatch would make the global "
-                f"parameters non-finite in {self._stored_natural.dtype}: the "
-                "data's values are too large for the model's floating point "
-                "type."
-            )
-        if updated is not None:
-            state.spare_natural, self._natural = self._natural, updated
-        self._natural_updated(row_sums)
-
-    def _move_scaled_natural(self, total, total_scale, rho):
-        """lambda = (1 - rho) lambda + rho (eta + ``total_scale`` ``total``)
-        with lambda kept scaled (``ScaledRows``): only the rows of ``total``
-        are written."""
-        scaled = self._update_state.scaled_rows
-        if scaled.scale * (1.0 - rho) < SMALLEST_SCALE:
-            self._settle_natural()
-        if scaled.scale == 1.0:
-            scaled.start(self._compiled_prior(), self._row_totals())
-        row_sums = scaled.step(self._stored_natural, total, total_scale, rho)
-        self._natural_updated(row_sums)
-
     def _may_scale_rows(self, target, rho):
-        """Whether this update may write only the rows of its statistic."""
+        """Whether this update may write only the rows of its statistic:
+        the model allows it, the update only shrinks lambda - eta on the
+        rows that its statistic does not list (a statistic that lists some
+        rows only, no negative weights, rho below 1)."""
         return (
             self._scales_rows
             and not target.negatively_weighted
             and rho < 1.0
-            and not target.total.lists_all(len(self._stored_natural))
+            and not target.total.lists_all(len(self._natural_store))
         )
 
     def _noisy_optimum(self, window, n_total):
@@ -420,8 +283,8 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
 
     def _compiled_prior(self):
         """eta in the form the compiled passes read (``_prior_of_entries``)."""
-        stored = self._stored_natural
-        return _prior_of_entries(self._prior_natural(), stored.shape, stored.dtype)
+        store = self._natural_store
+        return _prior_of_entries(self._prior_natural(), store.shape, store.dtype)
 
     def _start_step_size(self, data, n_total):
         """Start the step size's noise estimates at the initial lambda.
@@ -432,25 +295,20 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
         even when it holds a single minibatch.
         """
         size = min(self.batch_size, data.n_samples)
-        stored = self._stored_natural
-        window = SmoothingWindow(1, stored.shape, stored.dtype)
         state = self._update_state
+        store = self._natural_store
 
         def targets():
             for draw in range(1, state.step_size.monte_carlo_batches + 1):
                 rows = state.random_state.randint(data.n_samples, size=size)
                 minibatch = data.minibatch(rows).result()
                 statistic = data.statistic(minibatch, draw=-draw)
-                if self._holds_natural():
-                    window.push(statistic)
-                    yield self._noisy_optimum(window, n_total)
-                else:
-                    # The blocks of lambda hold the statistic's pieces and
-                    # read them by the draw, outside the fit's window.
-                    yield NoisyOptimum(statistic, n_total, self._compiled_prior())
+                yield NoisyOptimum(
+                    statistic.in_type(store.dtype), n_total, self._compiled_prior()
+                )
 
         # lambda is not scaled before the first update.
-        state.step_size.start(targets(), stored)
+        state.step_size.start(targets(), store.stored)
 
     def _record_evaluation(self, score):
         self._update_state.record_evaluation(
@@ -596,12 +454,12 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
         """
         started = time.perf_counter()
         mechanisms = self._checked_mechanisms()
-        warm = self.warm_start and hasattr(self, "_stored_natural")
+        warm = self.warm_start and hasattr(self, "_natural_store")
         data = training_rows(
             self,
             X,
             reset=not warm,
-            dtype=self._stored_natural.dtype if warm else None,
+            dtype=self._natural_store.dtype if warm else None,
         )
         X_val = self._check_evaluation_data(X_val, data.dtype)
         n_samples = data.n_samples
@@ -664,12 +522,12 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
         """
         started = time.perf_counter()
         mechanisms = self._checked_mechanisms()
-        first_call = not hasattr(self, "_stored_natural")
+        first_call = not hasattr(self, "_natural_store")
         data = training_rows(
             self,
             X,
             reset=first_call,
-            dtype=None if first_call else self._stored_natural.dtype,
+            dtype=None if first_call else self._natural_store.dtype,
         )
         X_val = self._check_evaluation_data(X_val, data.dtype)
         with thread_pool(self.n_jobs):

@@ -25,6 +25,7 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from ._permutation import PermutedSpan
+from ._store import LocalStore
 from ._threads import prefetch
 
 
@@ -73,13 +74,14 @@ class RowSource(Protocol):
 
     def holding_natural(self, model):
         """A context in which lambda may be held where the rows are; the
-        model's stored array is then their handle, and the statistics are
-        handed to it."""
+        model's store is then the blocks that hold it, and the statistics
+        are handed to them."""
 
     def stored_columns(self, shape, dtype, columns):
-        """lambda's stored array made of its initial ``columns`` (batches of
-        (first column, block), ``_initial_columns``): an array, or the
-        handle of the blocks of rows that hold it where the rows are."""
+        """lambda's store made of its initial ``columns`` (batches of
+        (first column, block), ``_initial_columns``): a
+        :class:`~sklearn_svi._store.LocalStore`, or the blocks of rows that
+        hold it where the rows are."""
 
     def statistic(self, minibatch, sample_weight=None, draw=0):
         """The minibatch statistic at the model's present state, a
@@ -169,7 +171,7 @@ def rowwise(n_columns=None, dtype=None):
                 self,
                 X,
                 None if n_columns is None else n_columns(self),
-                self._stored_natural.dtype if dtype is None else dtype,
+                self._natural_store.dtype if dtype is None else dtype,
             )
 
         return on_any_rows
@@ -212,6 +214,12 @@ class _Minibatch:
     @property
     def size(self):
         return self.X_batch.shape[0]
+
+
+def local_store(shape, dtype, columns):
+    """lambda's store in this process (:class:`~sklearn_svi._store.LocalStore`),
+    made of its initial ``columns`` (:func:`assembled_columns`)."""
+    return LocalStore(assembled_columns(shape, dtype, columns))
 
 
 def assembled_columns(shape, dtype, columns):
@@ -269,7 +277,7 @@ class InMemoryRows:
         return contextlib.nullcontext()
 
     def stored_columns(self, shape, dtype, columns):
-        return assembled_columns(shape, dtype, columns)
+        return local_store(shape, dtype, columns)
 
     def statistic(self, minibatch, sample_weight=None, draw=0):
         return self.model._local_statistic(minibatch.prepared, sample_weight, draw)

@@ -10,8 +10,12 @@ relies on two rules that the update keeps:
   arrays that are rewritten every update, such as lambda, are written to a
   spare array of their own (:func:`spare_like`) and then swapped in;
 - a part that does change in place (the update's state: the smoothing
-  window's running sum, a filter's averages, the random state, the
-  records) has ``begin`` and ``rollback`` methods and undoes itself.
+  window's running sum, a filter's averages, lambda's rows kept scaled, the
+  random state, the records) has ``begin`` and ``rollback`` methods and
+  undoes itself. Its writes to arrays are recorded in an :class:`UndoLog`
+  *before* they happen: a Ctrl-C can arrive between any two bytecodes, and
+  a write recorded only afterwards would leave a moment in which the part
+  is changed and its rollback does not know it.
 """
 
 import signal
@@ -82,6 +86,54 @@ def transaction(model, parts=()):
                 model.__dict__.clear()
                 model.__dict__.update(saved_attributes)
         raise
+
+
+class UndoLog:
+    """The old values of the rows that a transaction writes in place.
+
+    Each write is recorded by :meth:`record_rows` before it happens, so that
+    at every moment the log can put back all that was written. Outside a
+    transaction (before :meth:`begin` or after :meth:`commit`) nothing is
+    recorded and nothing can be undone.
+    """
+
+    def __init__(self):
+        self._entries = None
+
+    def begin(self):
+        """Start recording."""
+        self._entries = []
+
+    def record_rows(self, array, rows):
+        """Keep ``array[rows]`` as they are, before the caller writes them.
+
+        Parameters
+        ----------
+        array : ndarray
+            The array about to be written.
+        rows : ndarray of int or slice
+            The rows about to be written.
+        """
+        if self._entries is None:
+            return
+        values = array[rows]
+        if np.may_share_memory(values, array):  # a view, not a copy
+            values = values.copy()
+        self._entries.append((array, rows, values))
+
+    def commit(self):
+        """Keep the writes: forget the old values and stop recording."""
+        self._entries = None
+
+    def rollback(self):
+        """Put back the recorded rows, newest first, and stop recording."""
+        for array, rows, values in reversed(self._entries or ()):
+            array[rows] = values
+        self._entries = None
+
+    def __getstate__(self):
+        # A saved model is between transactions.
+        return {"_entries": None}
 
 
 def spare_like(array, spare):

@@ -275,7 +275,6 @@ def observe_difference(
     const floating[:, ::1] mean,
     const floating[:, :] stored_prior,
     floating[:, ::1] updated_mean,
-    floating[:, ::1] stored_mean,
     const double[::1] row_decay,
     const double[::1] row_offset,
     double clock_decay,
@@ -321,9 +320,6 @@ def observe_difference(
     updated_mean : ndarray of shape (n_params, n_observed)
         Output: the new average on the visited rows; it may be ``mean``
         itself, each value is read before it is written.
-    stored_mean : ndarray of shape (n_rows, n_observed)
-        Output, when only the listed rows are visited: their values of
-        ``mean``, as read (a copy that can undo an update in place).
     row_decay, row_offset : ndarray of shape (n_params,)
         D_r and F_r of each row, the clock when it was last visited.
     clock_decay, clock_offset, clock_shrink : float
@@ -372,9 +368,6 @@ def observe_difference(
                 _prefetch_row(&current[ahead, 0], row_bytes)
                 _prefetch_row(&mean[ahead, 0], row_bytes)
             i = start + position if every_row else rows[position]
-            if not every_row:
-                for k in range(n_observed):
-                    stored_mean[position, k] = mean[i, k]
             is_listed = listed < n_listed and rows[listed] == i
             total = &block[listed, 0] if is_listed else NULL
             carry = <floating> (clock_decay / row_decay[i])
@@ -442,9 +435,8 @@ def add_to_rows(
     const Py_ssize_t[::1] rows,
     const floating[:, ::1] block,
     double factor,
-    floating[:, ::1] saved,
 ):
-    """stored[rows] += factor block, in place, keeping the old rows.
+    """stored[rows] += factor block, in place.
 
     The scaled update of :class:`~sklearn_svi._update_state.ScaledRows`:
     with ``factor`` = rho scale / c_t and ``block`` the window's total, it
@@ -460,8 +452,6 @@ def add_to_rows(
         The values added to them, before ``factor``.
     factor : float
         The factor of ``block``.
-    saved : ndarray of shape (n_rows, n_components)
-        Output: the rows as they were.
 
     Returns
     -------
@@ -482,7 +472,6 @@ def add_to_rows(
         for j in range(rows.shape[0]):
             i = rows[j]
             for k in range(n_components):
-                saved[j, k] = stored[i, k]
                 increment = f * block[j, k]
                 stored[i, k] = stored[i, k] + increment
                 sums[k] += increment

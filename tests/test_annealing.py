@@ -11,6 +11,7 @@ from sklearn.pipeline import Pipeline
 
 from sklearn_svi import AnnealedLDA, SmoothedLDA, make_lda_corpus
 from sklearn_svi._mechanisms import AnnealingWeights
+from sklearn_svi._store import StoredRows
 
 COMMON = dict(n_components=4, learning_offset=5.0, learning_decay=0.6, random_state=0)
 
@@ -155,13 +156,13 @@ def test_projection_runs_only_while_the_window_holds_negative_weights(
             random_state=0,
         )
         data = np.random.RandomState(0).normal(size=(64 * 8, 2))
-    project = type(model)._project_natural
+    project = StoredRows.project
 
-    def counted(self):
-        projected_at.append(self.n_batch_iter_)
-        return project(self)
+    def counted(rows, projection, prior):
+        projected_at.append(model.n_batch_iter_)
+        return project(rows, projection, prior)
 
-    monkeypatch.setattr(type(model), "_project_natural", counted)
+    monkeypatch.setattr(StoredRows, "project", counted)
     for start in range(0, data.shape[0], 64):
         model.partial_fit(data[start : start + 64])
     assert model.n_batch_iter_ == 8

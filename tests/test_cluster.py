@@ -20,7 +20,7 @@ from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
 
 import sklearn_svi._cluster
-import sklearn_svi._online
+import sklearn_svi._store
 from sklearn_svi import (
     AnnealedLDA,
     Checkpoint,
@@ -34,6 +34,7 @@ from sklearn_svi._datasets import load_python_docstrings, make_lda_corpus
 from sklearn_svi._mechanisms import SmoothingWindow
 from sklearn_svi._model_shards import ModelShard, RowShards
 from sklearn_svi._sources import InMemoryRows
+from sklearn_svi._store import LocalStore
 
 da = pytest.importorskip("dask.array")
 db = pytest.importorskip("dask.bag")
@@ -833,11 +834,11 @@ def test_lambda_held_by_the_workers_gives_the_fit_of_one_machine(
     alone = lda(estimator, settings).fit(documents)
     with dask.config.set(PARTITIONED):
         held = lda(estimator, settings).fit(row_blocks(documents, 400))
-    assert isinstance(held._stored_natural, np.ndarray)
+    assert isinstance(held._natural_store, LocalStore)
     assert_same_fit(held, alone, rtol=1e-10)
     # The blocks wrote lambda out at the end: the client holds lambda itself.
-    assert held._update_state.scaled_rows.scale == 1.0
-    assert_allclose(held._stored_natural, alone._natural, rtol=1e-10)
+    assert held._natural_store.scale == 1.0
+    assert_allclose(held._natural_store.stored, alone._natural, rtol=1e-10)
     assert_allclose(held._topic_totals, alone._topic_totals, rtol=1e-10)
     if estimator is AnnealedLDA:
         # Negative weights: the blocks projected as many entries as one machine.
@@ -875,7 +876,7 @@ def test_a_fit_on_the_workers_starts_lambda_there_a_batch_of_topics_at_a_time(
         raise AssertionError("The client assembled lambda.")
 
     monkeypatch.setattr(RowShards, "started", classmethod(recorded))
-    monkeypatch.setattr(sklearn_svi._cluster, "assembled_columns", assembled)
+    monkeypatch.setattr(sklearn_svi._cluster, "local_store", assembled)
     settings = dict(seed_topics={0: [3, 7, 11]})
     alone = lda(SmoothedLDA, settings).fit(documents)
     with dask.config.set(PARTITIONED):
@@ -887,7 +888,7 @@ def test_a_fit_on_the_workers_starts_lambda_there_a_batch_of_topics_at_a_time(
 def test_blocks_write_lambda_out_as_one_machine_does(client, documents, monkeypatch):
     """With a scale that falls below the threshold every few updates, the
     blocks write lambda out (settle) where one machine does."""
-    monkeypatch.setattr(sklearn_svi._online, "SMALLEST_SCALE", 0.2)
+    monkeypatch.setattr(sklearn_svi._store, "SMALLEST_SCALE", 0.2)
     alone = lda(SmoothedLDA, {}).fit(documents)
     with dask.config.set(PARTITIONED):
         held = lda(SmoothedLDA, {}).fit(row_blocks(documents, 400))
@@ -940,12 +941,12 @@ def test_a_non_finite_update_is_undone_on_every_block(client, documents):
             row_blocks(X[:600], 300)
         )
         before = model.components_.copy()
-        scale = model._update_state.scaled_rows.scale
+        scale = model._natural_store.scale
         model.set_params(total_samples=10**40)
         with pytest.raises(ValueError, match="non-finite in float32"):
             model.partial_fit(row_blocks(X[600:728], 64))
     assert_array_equal(model.components_, before)
-    assert model._update_state.scaled_rows.scale == scale
+    assert model._natural_store.scale == scale
     assert model.n_batch_iter_ == 5
 
 
@@ -969,7 +970,7 @@ def test_a_held_fit_continues_from_its_checkpoint(
         with pytest.raises(Stop):
             lda(estimator, settings, callback=stopping).fit(blocks)
         resumed = joblib.load(path)
-        assert isinstance(resumed._stored_natural, np.ndarray)
+        assert isinstance(resumed._natural_store, LocalStore)
         assert type(resumed._update_state.window) is SmoothingWindow
         assert resumed.n_batch_iter_ == 15
         resumed.set_params(warm_start=True).fit(blocks)
@@ -992,32 +993,32 @@ def test_a_shard_adds_its_pieces_in_the_order_of_the_parts():
     shard.receive(1, 7, 0, np.array([14]), np.array([[4.0, 8.0]]))
     shard.push(1, 7, False)
     assert_array_equal(window.sum.rows, [1, 4])
-    added, finite = shard.step(1, 0.5)
+    added, finite = shard.add(1, 0.5)
     assert finite
     expected = stored.copy()
     expected[1] += 0.5
     expected[4] += [3.0, 5.0]
-    assert_array_equal(shard.held("stored"), expected)
+    assert_array_equal(shard.stored(), expected)
     assert_array_equal(added, [3.5, 5.5])
     # Row 14 is now [11, 14]: eta + c (stored - eta) at c = 0.5, eta = 0.5.
     assert_array_equal(shard.rows_of(np.array([14]), 0.5), [[5.75, 7.25]])
     # Change 1 is undone, the window's push with it; a later change keeps
     # what change 1 did.
     shard.undo(1)
-    assert_array_equal(shard.held("stored"), stored)
+    assert_array_equal(shard.stored(), stored)
     assert window.count == 0
     shard.receive(2, 8, 0, np.array([11]), np.array([[2.0, 2.0]]))
     shard.push(2, 8, False)
-    shard.step(2, 1.0)
+    shard.add(2, 1.0)
     shard.undo(1)
-    assert_array_equal(shard.held("stored")[1], stored[1] + 2.0)
+    assert_array_equal(shard.stored()[1], stored[1] + 2.0)
     # Kept, change 2 can no longer be undone, and the window of one
     # statistic has let it go.
     assert window.count == 1
     shard.keep(3)
     assert window.count == 0
     shard.undo(2)
-    assert_array_equal(shard.held("stored")[1], stored[1] + 2.0)
+    assert_array_equal(shard.stored()[1], stored[1] + 2.0)
 
 
 class ShardKillingLDA(SmoothedLDA):
@@ -1043,7 +1044,7 @@ def test_a_worker_lost_with_a_block_of_lambda_ends_the_fit_clearly(client, docum
         model = ShardKillingLDA(kill_at=4)
         with pytest.raises(RuntimeError, match="no longer fitted.*Checkpoint"):
             model.fit(row_blocks(documents, 400))
-    assert not hasattr(model, "_stored_natural")
+    assert not hasattr(model, "_natural_store")
     client.wait_for_workers(2, timeout=WORKER_RESTART_SECONDS)
 
 

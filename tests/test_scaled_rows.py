@@ -5,7 +5,7 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
 from sklearn_svi import AnnealedLDA, SmoothedLDA, make_lda_corpus
-from sklearn_svi._update_state import SMALLEST_SCALE
+from sklearn_svi._store import SMALLEST_SCALE
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +62,7 @@ def test_scaled_rows_follow_the_update_of_every_row(
     )
     scaled, dense = fit_both(estimator, X, monkeypatch)
     assert scaled.n_batch_iter_ == dense.n_batch_iter_ == 90
-    assert dense._scaled_rows() is None
+    assert dense._natural_store.scale == 1.0
     tolerance = 1e-9 if dtype == np.float64 else 2e-3
     assert_allclose(scaled.components_, dense.components_, rtol=tolerance)
     assert_allclose(scaled._topic_totals, dense._topic_totals, rtol=tolerance)
@@ -82,7 +82,7 @@ def test_a_scale_near_underflow_is_written_out(documents):
     scales = []
     for start in range(0, 1200, 20):
         model.partial_fit(documents[start : start + 20])
-        scales.append(model._update_state.scaled_rows.scale)
+        scales.append(model._natural_store.scale)
     assert min(scales) >= SMALLEST_SCALE
     assert max(np.diff(np.log2(scales))) > 30  # restarted at least once
 
@@ -91,7 +91,7 @@ def test_reading_lambda_changes_nothing_and_cannot_write_it(documents):
     params = dict(n_components=6, batch_size=40, random_state=0)
     read = SmoothedLDA(**params).partial_fit(documents[:400])
     unread = SmoothedLDA(**params).partial_fit(documents[:400])
-    assert read._scaled_rows() is not None
+    assert read._natural_store.scale < 1.0
     components = read.components_
     with pytest.raises(ValueError, match="read-only"):
         components[0, 0] = 1.0
@@ -105,8 +105,8 @@ def test_reading_lambda_changes_nothing_and_cannot_write_it(documents):
 def test_an_interrupted_update_puts_back_the_rows_and_the_scale(documents, monkeypatch):
     model = SmoothedLDA(n_components=6, batch_size=40, random_state=0)
     model.partial_fit(documents[:200])
-    stored = model._stored_natural.copy()
-    scale = model._update_state.scaled_rows.scale
+    stored = model._natural_store.stored.copy()
+    scale = model._natural_store.scale
     components = model.components_.copy()
 
     def interrupted(rho, statistic):
@@ -115,8 +115,8 @@ def test_an_interrupted_update_puts_back_the_rows_and_the_scale(documents, monke
     monkeypatch.setattr(model, "_after_update", interrupted)
     with pytest.raises(KeyboardInterrupt):
         model.partial_fit(documents[200:400])
-    assert_array_equal(model._stored_natural, stored)
-    assert model._update_state.scaled_rows.scale == scale
+    assert_array_equal(model._natural_store.stored, stored)
+    assert model._natural_store.scale == scale
     assert_array_equal(model.components_, components)
 
 
@@ -132,4 +132,4 @@ def test_an_interrupted_update_puts_back_the_rows_and_the_scale(documents, monke
 def test_updates_that_read_or_move_every_row_write_every_row(documents, estimator):
     model = estimator.set_params(n_components=6, batch_size=40, random_state=0)
     model.partial_fit(documents[:400])
-    assert model._scaled_rows() is None
+    assert model._natural_store.scale == 1.0

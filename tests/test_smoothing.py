@@ -25,7 +25,7 @@ def dense_reference_run(X, L, **params):
     statistics = []
     for t, batch in enumerate(gen_batches(X.shape[0], params["batch_size"]), start=1):
         probe._natural = topic_word
-        probe._topic_totals = probe._row_totals()
+        probe._topic_totals = probe._natural_store.totals()
         statistic = probe._local_statistic(probe._prepare_minibatch(X[batch]), draw=t)
         dense = np.zeros_like(topic_word)
         dense[statistic.rows] = statistic.block

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._threads import map_rows
+from .._transaction import UndoLog
 from .._update_fast import replace_rows
 
 
@@ -52,6 +53,16 @@ class SparseStatistic:
     def lists_all(self, n_rows):
         """Whether it lists all ``n_rows`` rows of the parameter."""
         return len(self.rows) == n_rows
+
+    def in_type(self, dtype):
+        """The statistic as the compiled passes read it: indices of type
+        ``intp``, a C-contiguous block of type ``dtype``, and no per-sample
+        vector."""
+        return SparseStatistic(
+            np.asarray(self.rows, dtype=np.intp),
+            np.ascontiguousarray(self.block, dtype=dtype),
+            negatively_weighted=self.negatively_weighted,
+        )
 
     def rows_between(self, start, stop):
         """The statistic on rows ``start`` to ``stop - 1``, counted from
@@ -152,7 +163,8 @@ class SmoothingWindow:
         self.queue = ()
         self.dtype = np.dtype(dtype).str
         self._running_sum = None
-        self._undo = []
+        self._saved_queue = None
+        self._undo = UndoLog()
         if length > 1:
             self._running_sum = SparseStatistic(
                 np.arange(shape[0]), np.zeros(shape, dtype=dtype)
@@ -182,22 +194,14 @@ class SmoothingWindow:
         statistic : SparseStatistic
             The minibatch statistic S_t.
         """
-        statistic = SparseStatistic(
-            np.asarray(statistic.rows, dtype=np.intp),
-            np.ascontiguousarray(statistic.block, dtype=self.dtype),
-            negatively_weighted=statistic.negatively_weighted,
-        )
+        statistic = statistic.in_type(self.dtype)
         oldest = self.queue[0] if len(self.queue) == self.length else None
         total = None if self._running_sum is None else self._running_sum.block
-        # What ``rollback`` needs: the queue, and the rows of the running sum
-        # that the push rewrites, as they are now.
-        changed_rows = changed_block = None
         if total is not None:
             changed_rows = statistic.rows
             if oldest is not None:
                 changed_rows = np.union1d(oldest.rows, statistic.rows)
-            changed_block = total[changed_rows]
-        self._undo.append((self.queue, changed_rows, changed_block))
+            self._undo.record_rows(total, changed_rows)
         self.queue = (*self.queue[1 if oldest is not None else 0 :], statistic)
         if total is not None:
             map_rows(
@@ -233,22 +237,22 @@ class SmoothingWindow:
 
     def begin(self):
         """Start recording pushes, for :meth:`rollback`."""
-        self._undo = []
+        self._saved_queue = self.queue
+        self._undo.begin()
 
     def commit(self):
         """Keep the pushes since :meth:`begin`; a window of one statistic
         lets it go."""
-        self._undo = []
+        self._undo.commit()
+        self._saved_queue = None
         if self.length == 1:
             self.queue = ()
 
     def rollback(self):
-        """Undo the pushes since :meth:`begin`, newest first."""
-        for queue, changed_rows, changed_block in reversed(self._undo):
-            self.queue = queue
-            if changed_block is not None:
-                self._running_sum.block[changed_rows] = changed_block
-        self._undo = []
+        """Undo the pushes since :meth:`begin`."""
+        self._undo.rollback()
+        self.queue = self._saved_queue
+        self._saved_queue = None
 
     @property
     def negatively_weighted(self):

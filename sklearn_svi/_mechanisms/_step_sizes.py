@@ -6,7 +6,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from .._threads import SUM_BLOCK_ROWS, sum_rows
-from .._transaction import spare_like
+from .._transaction import UndoLog, spare_like
 from .._update_fast import observe_difference
 from ._smoothing import SparseStatistic
 
@@ -226,7 +226,7 @@ class FilterRows:
         # visit of the listed rows writes them in place and records them.
         self._spare_mean = None
         self._saved = None
-        self._undo = []
+        self._undo = UndoLog()
 
     def observe(self, target, current, current_scale, clock, decay, window, every_row):
         """Fold d_t = lambda^ - lambda into g on the rows visited (every row,
@@ -248,16 +248,11 @@ class FilterRows:
         every_row : bool
             Whether every row is visited.
         """
-        rows = target.total.rows
         if every_row:
             updated_mean = spare_like(self.mean_difference, self._spare_mean)
-            stored_mean = self.mean_difference[:0]
         else:
             updated_mean = self.mean_difference
-            stored_mean = np.empty(
-                (len(rows), self.mean_difference.shape[1]),
-                dtype=self.mean_difference.dtype,
-            )
+            self._undo.record_rows(self.mean_difference, target.total.rows)
         sums = sum_rows(
             lambda span: observe_difference(
                 *target.restricted_to(span),
@@ -266,7 +261,6 @@ class FilterRows:
                 self.mean_difference,
                 target.prior if self.prior is None else self.prior,
                 updated_mean,
-                stored_mean if every_row else stored_mean[target.total.positions(span)],
                 self.row_decay,
                 self.row_offset,
                 *clock,
@@ -282,10 +276,6 @@ class FilterRows:
         )
         if every_row:
             self._spare_mean, self.mean_difference = self.mean_difference, updated_mean
-        elif self._saved is not None:
-            arrays = (self.mean_difference, self.row_decay, self.row_offset)
-            values = (stored_mean, self.row_decay[rows], self.row_offset[rows])
-            self._undo.append((rows, arrays, values))
         return sums
 
     def restart(self, prior):
@@ -297,7 +287,9 @@ class FilterRows:
 
     def advance(self, total, clock_decay, clock_offset):
         """The rows of ``total``, visited, take the clock's D and F."""
+        self._undo.record_rows(self.row_decay, total.rows)
         self.row_decay[total.rows] = clock_decay
+        self._undo.record_rows(self.row_offset, total.rows)
         self.row_offset[total.rows] = clock_offset
 
     def rows_between(self, start, stop):
@@ -324,7 +316,7 @@ class FilterRows:
 
     def begin(self):
         """Record the state, for :meth:`rollback`."""
-        self._undo = []
+        self._undo.begin()
         self._saved = {
             name: value for name, value in vars(self).items() if name != "_saved"
         }
@@ -332,7 +324,7 @@ class FilterRows:
     def commit(self):
         """Keep the changes since :meth:`begin`."""
         self._saved = None
-        self._undo = []
+        self._undo.commit()
 
     def rollback(self):
         """Return to the state recorded by :meth:`begin`.
@@ -343,17 +335,14 @@ class FilterRows:
         """
         if self._saved is None:
             return
-        for rows, arrays, values in reversed(self._undo):
-            for array, value in zip(arrays, values):
-                array[rows] = value
+        self._undo.rollback()
         vars(self).update(self._saved)
         self._saved = None
-        self._undo = []
 
     def __getstate__(self):
         # The spare array and the records of a transaction hold no
         # information.
-        return {**vars(self), "_spare_mean": None, "_saved": None, "_undo": []}
+        return {**vars(self), "_spare_mean": None, "_saved": None}
 
 
 class FilteredStepSize:

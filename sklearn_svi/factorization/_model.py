@@ -317,10 +317,10 @@ class _OnlineMatrixFactorization(OnlineUpdateMixin, BaseEstimator):
         if items is None:
             natural = self._natural
         else:
-            # A copy cut to some rows of lambda holds their items' indices.
-            rows = getattr(self, "_natural_rows", None)
-            natural = self._natural[
-                items if rows is None else np.searchsorted(rows, items)
+            # A copy cut to some rows of lambda holds those rows only.
+            block, block_rows = self._natural_store.rows_block(items)
+            natural = block[
+                items if block_rows is None else np.searchsorted(block_rows, items)
             ]
         natural = natural.astype(np.float64)
         precisions = natural[:, D:].reshape(-1, D, D) / self.noise_variance_
@@ -339,15 +339,19 @@ class _OnlineMatrixFactorization(OnlineUpdateMixin, BaseEstimator):
             ) from error
         return means, covariances
 
-    def _project_natural(self):
-        """Lift the eigenvalues of each stored P_j below zero to zero.
+    def _projection(self):
+        return self._project_rows
+
+    def _project_rows(self, natural, prior):
+        """Lift the eigenvalues of each stored P_j below zero to zero, in
+        place.
 
         Every plain SVI iterate has the stored P_j positive semi-definite (a
         sum of second moments); annealing weights can leave that set.
         Returns the number of items changed.
         """
         D = self._side_dimension
-        excess = _symmetric(self._natural[:, D:].reshape(-1, D, D).astype(np.float64))
+        excess = _symmetric(natural[:, D:].reshape(-1, D, D).astype(np.float64))
         values, vectors = np.linalg.eigh(excess)
         outside = np.any(values < 0, axis=1)
         if not outside.any():
@@ -356,7 +360,7 @@ class _OnlineMatrixFactorization(OnlineUpdateMixin, BaseEstimator):
         lifted = (vectors[outside] * values[:, np.newaxis, :]) @ np.swapaxes(
             vectors[outside], -1, -2
         )
-        self._natural[outside, D:] = lifted.reshape(len(lifted), -1)
+        natural[outside, D:] = lifted.reshape(len(lifted), -1)
         return int(outside.sum())
 
     def _update_attributes(self):

@@ -28,11 +28,12 @@ from .._sources import (
     assembled_columns,
     evenly_spaced_rows,
     features_out,
+    local_store,
     rowwise,
     summed_over_rows,
 )
-from .._threads import map_rows, thread_pool
-from .._update_state import raise_to_floor
+from .._store import raise_to_prior
+from .._threads import thread_pool
 from .._validation import listed_rows, rows_of_entries
 from ._dirichlet import (
     _dirichlet_expectation,
@@ -257,7 +258,7 @@ class _OnlineLDA(
         term of the ELBO at the current lambda, the seeds' pseudo-counts
         held."""
         # eta changes: lambda is written out at the eta it was scaled with.
-        self._settle_natural()
+        self._natural_store.settle()
         # sum_kw E[log beta_kw] = sum_kw psi(lambda_kw) - V sum_k psi(sum_w lambda_kw)
         log_sum = float(np.sum(psi(self._natural), dtype=np.float64))
         log_sum -= len(self._natural) * float(np.sum(psi(self._topic_totals)))
@@ -272,7 +273,11 @@ class _OnlineLDA(
         symmetric = _symmetric_dirichlet_maximum(
             symmetric, self.n_components, len(self._natural), log_sum, seeds
         )
-        self.topic_word_prior_[...] = seeds + symmetric
+        # A new array in the layout of the old one: the model's attributes
+        # are rebound, never written in place (see ``_transaction``).
+        self.topic_word_prior_ = np.ascontiguousarray(
+            (seeds + symmetric).T, dtype=self.topic_word_prior_.dtype
+        ).T
 
     def _after_update(self, rho, statistic):
         if self.doc_topic_prior == "auto":
@@ -335,7 +340,7 @@ class _OnlineLDA(
 
         return (n_features, self.n_components), X.dtype, batches()
 
-    def _initialize_online(self, X, n_total, mechanisms, store=assembled_columns):
+    def _initialize_online(self, X, n_total, mechanisms, store=local_store):
         if self.local_step != "vb":
             self._warn_learned_priors_of_collapsed_step()
         self.doc_topic_prior_ = np.full(
@@ -351,7 +356,7 @@ class _OnlineLDA(
             )
         self.topic_word_prior_ = self._initial_topic_word_prior(X.shape[1], X.dtype)
         super()._initialize_online(X, n_total, mechanisms, store)
-        self._topic_totals = self._row_totals()
+        self._topic_totals = self._natural_store.totals()
 
     def _warn_learned_priors_of_collapsed_step(self):
         """Warn about the learned priors that cost the collapsed steps."""
@@ -441,22 +446,14 @@ class _OnlineLDA(
         # The topics' totals, which E[log beta] and E[beta] need.
         self._topic_totals = row_sums
 
-    def _project_natural(self):
+    def _projection(self):
         """Raise every lambda_kw below the prior eta_kw to eta_kw.
 
         Without annealing lambda = eta + a non-negative statistic, so
         {lambda >= eta} holds every iterate of plain SVI; this is the nearest
-        point of that set. Returns the number of coordinates raised.
+        point of that set, and it is found row by row.
         """
-        projected = sum(
-            map_rows(
-                lambda span: raise_to_floor(self._natural, self._prior_natural(), span),
-                len(self._natural),
-            )
-        )
-        if projected:
-            self._topic_totals = self._row_totals()
-        return projected
+        return raise_to_prior
 
     def _document_iterations(self, collapsed, in_update):
         """The most iterations of a document's fixed point, the length of
@@ -511,7 +508,7 @@ class _OnlineLDA(
             SAMPLE_BELOW[self.local_step] if collapsed and in_update else 0.0,
             sampled_sweeps,
         )
-        natural, natural_rows = self._natural_of_rows(documents.words)
+        natural, natural_rows = self._natural_store.rows_block(documents.words)
         return step.fit(
             documents,
             natural,

@@ -38,7 +38,7 @@ from .._mechanisms import (
     SparseStatistic,
 )
 from .._online import OnlineUpdateMixin
-from .._sources import assembled_columns
+from .._sources import local_store
 from .._threads import sum_rows
 from .._validation import listed_rows
 from ._normal_wishart import SCALES, _NaturalLayout
@@ -158,7 +158,7 @@ class _OnlineGaussianMixture(DensityMixin, OnlineUpdateMixin, BaseEstimator):
     def _prior_natural(self):
         """eta, one column of prior values for every row of lambda."""
         layout = self._layout
-        prior = np.zeros((layout.n_rows, 1), dtype=self._natural.dtype)
+        prior = np.zeros((layout.n_rows, 1), dtype=self._natural_store.dtype)
         beta0, m0 = self.mean_precision_prior_, self.mean_prior_
         prior[layout.beta] = beta0
         prior[layout.dof] = self.degrees_of_freedom_prior_
@@ -182,11 +182,14 @@ class _OnlineGaussianMixture(DensityMixin, OnlineUpdateMixin, BaseEstimator):
         )
         resp = self._initial_responsibilities(X, random_state)
         statistic = self._sufficient_statistics(X, resp, entropy=0.0)
-        # Stored at once: the prior and the attributes are read from it.
-        self._natural = statistic * (n_total / X.shape[0])
-        self._natural += self._prior_natural()
+        natural = statistic * (n_total / X.shape[0])
+        # Stored at once: the prior takes lambda's type from it, and the
+        # attributes are read from it.
+        self._natural = natural
+        natural = natural + self._prior_natural()
+        self._natural = natural
         self._update_attributes()
-        return self._natural
+        return natural
 
     def _initial_responsibilities(self, X, random_state):
         """Responsibilities chosen by ``init_params``, as scikit-learn does."""
@@ -253,7 +256,10 @@ class _OnlineGaussianMixture(DensityMixin, OnlineUpdateMixin, BaseEstimator):
         n_batch = X.shape[0] if n_batch is None else n_batch
         return SparseStatistic(np.arange(len(total)), total / n_batch)
 
-    def _project_natural(self):
+    def _projection(self):
+        return self._project_rows
+
+    def _project_rows(self, natural, prior):
         """Move lambda back into the set that holds every plain SVI iterate.
 
         Annealing weights can be negative. Every plain iterate has
@@ -262,12 +268,10 @@ class _OnlineGaussianMixture(DensityMixin, OnlineUpdateMixin, BaseEstimator):
         (W^-1 of a convex combination of natural parameters is at least the
         combination of the W^-1). Values below those bounds are raised to
         them; a scale is raised by lifting the eigenvalues of
-        W_0^(1/2) W^-1 W_0^(1/2) below 1 to 1. Returns the number of values
-        or scale matrices changed.
+        W_0^(1/2) W^-1 W_0^(1/2) below 1 to 1, in place. Returns the number
+        of values or scale matrices changed.
         """
         layout = self._layout
-        natural = self._natural
-        prior = self._prior_natural()
         changed = 0
         bounded_rows = [
             layout.beta,
@@ -406,7 +410,7 @@ class _OnlineGaussianMixture(DensityMixin, OnlineUpdateMixin, BaseEstimator):
             - 0.5 * n_features * np.sum(np.log(self.mean_precision_))
         )
 
-    def _initialize_online(self, X, n_total, mechanisms, store=assembled_columns):
+    def _initialize_online(self, X, n_total, mechanisms, store=local_store):
         super()._initialize_online(X, n_total, mechanisms, store)
         self.lower_bounds_ = []
         self.converged_ = False
