@@ -585,8 +585,10 @@ class RowShards(ScaledStore):
 def _added(sums, size=None):
     """The arrays ``sums`` added in their order, in float64."""
     total = np.zeros(len(sums[0]) if size is None else size)
-    for part in sums:
-        total += part
+    # An overflow is refused by the caller, which checks the sums.
+    with np.errstate(over="ignore", invalid="ignore"):
+        for part in sums:
+            total += part
     return total
 
 
