@@ -25,67 +25,28 @@ a bound: the update is the same, what it converges to is not.
 import dataclasses
 import logging
 import time
-from typing import NamedTuple
 
 import numpy as np
 from sklearn.base import _fit_context
-from sklearn.utils import check_random_state, gen_batches
+from sklearn.utils import check_random_state
 
 from ._contract import OnlineModel
 from ._mechanisms import NoisyOptimum
 from ._parameters import OnlineParameters
-from ._permutation import KeyedPermutation, PermutedSpan
 from ._persistence import VersionedState
-from ._sources import local_store, training_rows
-from ._store import LocalStore
+from ._progress import report, tell
+from ._sources import local_store, prefetched_minibatches, training_rows
+from ._store import LocalStore, compiled_prior
 from ._threads import thread_pool
 from ._transaction import transaction
-from ._update_state import UpdateState
+from ._update_state import UpdateRecords, UpdateState
 from ._validation import refused_update
 
 # Each update's local step is timed at the DEBUG level.
 logger = logging.getLogger("sklearn_svi")
 
 
-class Progress(NamedTuple):
-    """What the estimators' ``callback`` receives after each update.
-
-    Attributes
-    ----------
-    n_batch_iter : int
-        Number of updates made.
-    n_samples_seen : int
-        Number of samples the updates used.
-    n_iter : int
-        Number of passes completed.
-    step_size : float
-        rho of the update.
-    score : float or None
-        The evaluation score recorded after the update (see
-        ``evaluate_every``), None when it was not evaluated.
-    elapsed : float
-        Seconds since ``fit`` or ``partial_fit`` was called.
-    """
-
-    n_batch_iter: int
-    n_samples_seen: int
-    n_iter: int
-    step_size: float
-    score: float | None
-    elapsed: float
-
-
-def _prior_of_entries(prior, shape, dtype):
-    """eta in the form the compiled passes read: an array of shape
-    (n_params, 1), a broadcast view for a scalar, or, for a prior of every
-    entry of lambda, a C-contiguous array of lambda's ``shape``."""
-    prior = np.asarray(prior, dtype=dtype)
-    if prior.ndim == 2:
-        return np.ascontiguousarray(prior)
-    return np.broadcast_to(prior.reshape(-1, 1), (shape[0], 1))
-
-
-class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
+class OnlineUpdateMixin(OnlineModel, OnlineParameters, UpdateRecords, VersionedState):
     """Drive ``fit`` and ``partial_fit`` through the shared SVI update.
 
     The model supplies its part through the hooks of :class:`OnlineModel`;
@@ -125,12 +86,6 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
         # The one writer: a new lambda, in a new store of this process.
         self._natural_store = LocalStore(value)
 
-    def _checked_mechanisms(self):
-        """The mechanism settings, checked against the other parameters."""
-        settings = self._mechanism_settings()
-        settings.check(self.batch_size)
-        return settings
-
     def _initialize_online(self, X, n_total, mechanisms, store=local_store):
         """Reset lambda, the update's state and the counters.
 
@@ -163,38 +118,14 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
             state = {**state, "_natural_store": state["_natural_store"].gathered()}
         return state
 
-    @property
-    def random_state_(self):
-        """The random state of the fit, drawn from as it goes on."""
-        return self._update_state.random_state
-
-    @property
-    def evaluation_history_(self):
-        """The evaluation scores: ``n_batch_iter``, ``n_samples_seen`` and
-        ``score``, one entry per evaluation."""
-        return self._update_state.evaluation_history
-
-    @property
-    def step_size_history_(self):
-        """The step sizes: ``n_batch_iter`` and ``step_size``, thinned to a
-        bounded record that spans the whole run."""
-        return self._update_state.step_size_history
-
     def _transaction(self):
         """A context in which the model changes completely or not at all.
 
         Whatever the body raises, ``KeyboardInterrupt`` included, the model
         is put back as it was on entry (see :mod:`sklearn_svi._transaction`).
         """
-        parts = [
-            part
-            for part in (
-                getattr(self, "_update_state", None),
-                self.__dict__.get("_natural_store"),
-            )
-            if part is not None
-        ]
-        return transaction(self, parts)
+        parts = (vars(self).get(name) for name in ("_update_state", "_natural_store"))
+        return transaction(self, [part for part in parts if part is not None])
 
     def _online_step(self, data, minibatch, n_total, X_val):
         """One SVI update from a minibatch of the training data ``data``.
@@ -230,7 +161,11 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
                 if X_val is None
                 else self._evaluation_score(X_val)
             )
-            self._record_evaluation(score)
+            state.record_evaluation(self.n_batch_iter_, self.n_samples_seen_, score)
+            tell(
+                self,
+                f"update {self.n_batch_iter_}: evaluation score {float(score):.5f}",
+            )
         return rho, score
 
     def _update_natural(self, statistic, n_total):
@@ -242,7 +177,7 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
         # lambda^ = eta + N S~_t (Mandt & Blei 2014, Alg. 1; Hoffman et al.
         # 2013, eq. 25 when L = 1), never formed as an array: the filters and
         # the update compute it on the fly.
-        target = self._noisy_optimum(state.window, n_total)
+        target = NoisyOptimum.of_window(state.window, n_total, self._compiled_prior())
         rho = state.step_size(self.n_batch_iter_, target, store.stored, store.scale)
         # lambda = (1 - rho) lambda + rho lambda^ (Hoffman et al. 2013, eq. 26),
         # refused if not finite.
@@ -272,19 +207,10 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
             and not target.total.lists_all(len(self._natural_store))
         )
 
-    def _noisy_optimum(self, window, n_total):
-        """lambda^ = eta + N / (statistics in ``window``) * ``window.sum``."""
-        return NoisyOptimum(
-            window.sum,
-            n_total / window.count,
-            self._compiled_prior(),
-            window.negatively_weighted,
-        )
-
     def _compiled_prior(self):
-        """eta in the form the compiled passes read (``_prior_of_entries``)."""
+        """eta in the form the compiled passes read."""
         store = self._natural_store
-        return _prior_of_entries(self._prior_natural(), store.shape, store.dtype)
+        return compiled_prior(self._prior_natural(), store.shape, store.dtype)
 
     def _start_step_size(self, data, n_total):
         """Start the step size's noise estimates at the initial lambda.
@@ -310,58 +236,28 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
         # lambda is not scaled before the first update.
         state.step_size.start(targets(), store.stored)
 
-    def _record_evaluation(self, score):
-        self._update_state.record_evaluation(
-            self.n_batch_iter_, self.n_samples_seen_, score
-        )
-        if self.verbose:
-            print(
-                f"[{type(self).__name__}] update {self.n_batch_iter_}: "
-                f"evaluation score {float(score):.5f}"
-            )
-
-    def _run_pass(self, data, n_total, X_val, started, order=None, position=None):
+    def _run_pass(self, data, n_total, X_val, started, order=None):
         """Run the SVI update on consecutive minibatches of the training
         data ``data``, a ``RowSource``; ``started`` is when the call began
-        (``time.perf_counter``). ``position`` is the ``fit_position`` of a
-        pass of ``fit``: the pass starts at its ``"next_row"`` of ``order``
-        and records there how far it went after each update. Returns whether
-        the ``callback`` stopped the pass."""
+        (``time.perf_counter``). With the ``order`` of a pass of ``fit``, the
+        pass starts at the update state's ``fit_position`` and records there
+        how far it went after each update. Returns whether the ``callback``
+        stopped the pass."""
+        state = self._update_state
         # A filter's start belongs to the first update, and is undone with it.
         start_step_size = (
-            self.n_batch_iter_ == 0
-            and self._update_state.step_size.monte_carlo_batches > 0
+            self.n_batch_iter_ == 0 and state.step_size.monte_carlo_batches > 0
         )
-        first_row = 0 if position is None else position["next_row"]
-        spans = (
-            span
-            for span in gen_batches(data.n_samples, self.batch_size)
-            if span.start >= first_row
-        )
-
-        def rows_of(span):
-            return span if order is None else PermutedSpan(order, span)
-
-        # Each minibatch is sliced and prepared while the one before it is
-        # processed.
-        span = next(spans, None)
-        if span is not None:
-            upcoming = data.minibatch(rows_of(span))
-        first, stopped = True, False
-        while span is not None and not stopped:
-            minibatch = upcoming.result()
-            following = next(spans, None)
-            if following is not None:
-                upcoming = data.minibatch(rows_of(following))
+        first_row = 0 if order is None else state.fit_position["next_row"]
+        minibatches = prefetched_minibatches(data, self.batch_size, order, first_row)
+        stopped = False
+        for index, (span, minibatch) in enumerate(minibatches):
             try:
                 with self._transaction():
-                    if first and start_step_size:
+                    if index == 0 and start_step_size:
                         self._start_step_size(data, n_total)
                     rho, score = self._online_step(data, minibatch, n_total, X_val)
-                    if position is not None:
-                        self._update_state.fit_position = dict(
-                            position, next_row=span.stop
-                        )
+                    state.advance_fit(span.stop)
             except (ValueError, FloatingPointError) as error:
                 samples = np.arange(data.n_samples)[
                     span if order is None else order[span]
@@ -372,59 +268,14 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
                     samples,
                     self.n_batch_iter_,
                 ) from error
-            span, first = following, False
-            stopped = self._report(rho, score, started)
+            stopped = report(self, rho, score, started)
+            if stopped:
+                break
         with self._transaction():
             self.n_iter_ += 1
-            if position is not None:
-                self._update_state.fit_position = dict(
-                    position,
-                    pass_index=position["pass_index"] + 1,
-                    next_row=0,
-                    order_key=None,
-                )
+            state.end_fit_pass()
             self._after_pass()
         return stopped
-
-    def _pass_order(self, position):
-        """The order of the pass at ``position``: a permutation of the
-        samples given by a key drawn from the fit's random state when the
-        pass starts, and recorded in the position."""
-        if position["order_key"] is None:
-            key = int(self._update_state.random_state.randint(2**63))
-            position = dict(position, order_key=key)
-            self._update_state.fit_position = position
-        return KeyedPermutation(position["n_samples"], position["order_key"]), position
-
-    def _resumed_position(self, n_samples):
-        """Where a warm ``fit`` starts: the position of a fit that did not
-        end (saved by a ``Checkpoint`` or left by an error), or a new one."""
-        position = self._update_state.fit_position
-        if position is None:
-            return dict(pass_index=0, next_row=0, n_samples=n_samples, order_key=None)
-        if position["n_samples"] != n_samples:
-            raise ValueError(
-                f"This {type(self).__name__} holds a fit that stopped in pass "
-                f"{position['pass_index'] + 1} over {position['n_samples']} "
-                f"samples; X has {n_samples}. Resume it with the same X, or "
-                "set warm_start=False to start a new fit."
-            )
-        return position
-
-    def _report(self, rho, score, started):
-        """Call the ``callback`` with the progress of the update just made;
-        whether it asks to stop."""
-        if self.callback is None:
-            return False
-        progress = Progress(
-            self.n_batch_iter_,
-            self.n_samples_seen_,
-            self.n_iter_,
-            float(rho),
-            None if score is None else float(score),
-            time.perf_counter() - started,
-        )
-        return bool(self.callback(self, progress))
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, *, X_val=None):
@@ -453,39 +304,21 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
             The fitted estimator.
         """
         started = time.perf_counter()
-        mechanisms = self._checked_mechanisms()
         warm = self.warm_start and hasattr(self, "_natural_store")
-        data = training_rows(
-            self,
-            X,
-            reset=not warm,
-            dtype=self._natural_store.dtype if warm else None,
-        )
-        X_val = self._check_evaluation_data(X_val, data.dtype)
+        data, X_val = self._training_data(X, X_val, new_fit=not warm)
         n_samples = data.n_samples
         converged = stopped = False
         with thread_pool(self.n_jobs):
-            if not warm:
-                with self._transaction():
-                    self._initialize_online(
-                        data.initial_rows(),
-                        n_samples,
-                        mechanisms,
-                        store=data.stored_columns,
-                    )
-            position = self._resumed_position(n_samples)
+            with self._transaction():
+                if not warm:
+                    self._start_fit(data, n_samples)
+                self._update_state.resume_fit(n_samples, type(self).__name__)
             with data.holding_natural(self):
-                while position["pass_index"] < self.max_iter:
-                    order, position = self._pass_order(position)
-                    stopped = self._run_pass(
-                        data, n_samples, X_val, started, order=order, position=position
-                    )
-                    position = self._update_state.fit_position
-                    if self.verbose:
-                        print(
-                            f"[{type(self).__name__}] pass {self.n_iter_} "
-                            f"of {self.max_iter}"
-                        )
+                while self._update_state.fit_position["pass_index"] < self.max_iter:
+                    with self._transaction():
+                        order = self._update_state.pass_order()
+                    stopped = self._run_pass(data, n_samples, X_val, started, order)
+                    tell(self, f"pass {self.n_iter_} of {self.max_iter}")
                     converged = self._fit_converged()
                     if converged or stopped:
                         break
@@ -521,27 +354,38 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, VersionedState):
             The updated estimator.
         """
         started = time.perf_counter()
-        mechanisms = self._checked_mechanisms()
         first_call = not hasattr(self, "_natural_store")
-        data = training_rows(
-            self,
-            X,
-            reset=first_call,
-            dtype=None if first_call else self._natural_store.dtype,
-        )
-        X_val = self._check_evaluation_data(X_val, data.dtype)
+        data, X_val = self._training_data(X, X_val, new_fit=first_call)
         with thread_pool(self.n_jobs):
             if first_call:
                 with self._transaction():
-                    self._initialize_online(
-                        data.initial_rows(),
-                        self.total_samples,
-                        mechanisms,
-                        store=data.stored_columns,
-                    )
+                    self._start_fit(data, self.total_samples)
             with data.holding_natural(self):
                 self._run_pass(data, self.total_samples, X_val, started)
         return self
+
+    def _training_data(self, X, X_val, new_fit):
+        """The training data's ``RowSource`` and the checked ``X_val``, in
+        lambda's type unless the call starts a new fit; the mechanisms'
+        settings are checked first."""
+        self._checked_mechanisms()
+        data = training_rows(
+            self,
+            X,
+            reset=new_fit,
+            dtype=None if new_fit else self._natural_store.dtype,
+        )
+        return data, self._check_evaluation_data(X_val, data.dtype)
+
+    def _start_fit(self, data, n_total):
+        """Initialise the model from the training data ``data``, whose
+        source keeps lambda's initial columns where it holds the rows."""
+        self._initialize_online(
+            data.initial_rows(),
+            n_total,
+            self._checked_mechanisms(),
+            store=data.stored_columns,
+        )
 
     def _check_evaluation_data(self, X_val, dtype):
         if X_val is None:

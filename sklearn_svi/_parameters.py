@@ -140,3 +140,9 @@ class OnlineParameters:
     def _mechanism_settings(self):
         """The mechanisms the parameters set, a ``Mechanisms``."""
         return Mechanisms.of_estimator(self, self._renamed_learning_rate)
+
+    def _checked_mechanisms(self):
+        """The mechanism settings, checked against the other parameters."""
+        settings = self._mechanism_settings()
+        settings.check(self.batch_size)
+        return settings

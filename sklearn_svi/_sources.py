@@ -22,6 +22,7 @@ import functools
 from typing import Protocol
 
 import numpy as np
+from sklearn.utils import gen_batches
 from sklearn.utils.validation import check_is_fitted
 
 from ._permutation import PermutedSpan
@@ -214,6 +215,28 @@ class _Minibatch:
     @property
     def size(self):
         return self.X_batch.shape[0]
+
+
+def prefetched_minibatches(data, batch_size, order=None, first_row=0):
+    """The minibatches of a pass over the ``RowSource`` ``data``, each with
+    its span of the pass: consecutive rows from ``first_row`` on, of
+    ``order`` (a ``KeyedPermutation``) when it is given. Each minibatch is
+    sliced and prepared while the caller processes the one before it."""
+    spans = [
+        span
+        for span in gen_batches(data.n_samples, batch_size)
+        if span.start >= first_row
+    ]
+
+    def rows_of(span):
+        return span if order is None else PermutedSpan(order, span)
+
+    upcoming = data.minibatch(rows_of(spans[0])) if spans else None
+    for index, span in enumerate(spans):
+        minibatch = upcoming.result()
+        if index + 1 < len(spans):
+            upcoming = data.minibatch(rows_of(spans[index + 1]))
+        yield span, minibatch
 
 
 def local_store(shape, dtype, columns):

@@ -33,6 +33,17 @@ from ._update_fast import add_to_rows, scaled_rows_of, step_toward_target
 SMALLEST_SCALE = 1e-12
 
 
+def compiled_prior(prior, shape, dtype):
+    """eta in the form the compiled passes read, for lambda of ``shape``
+    and ``dtype``: an array of shape (n_params, 1), a broadcast view for a
+    scalar, or, for a prior of every entry of lambda, a C-contiguous array
+    of lambda's ``shape``."""
+    prior = np.asarray(prior, dtype=dtype)
+    if prior.ndim == 2:
+        return np.ascontiguousarray(prior)
+    return np.broadcast_to(prior.reshape(-1, 1), (shape[0], 1))
+
+
 def non_finite_update(dtype):
     """The error of an update whose lambda would not be finite."""
     return FloatingPointError(

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ._permutation import KeyedPermutation
+
 # Most step sizes kept in the step size record.
 STEP_SIZE_RECORD_CAPACITY = 10_000
 
@@ -105,6 +107,51 @@ class UpdateState:
         history["n_samples_seen"].append(n_samples_seen)
         history["score"].append(float(score))
 
+    # -- where a fit is ---------------------------------------------------------------
+
+    def resume_fit(self, n_samples, estimator_name):
+        """Start, or resume, a ``fit`` over ``n_samples`` samples: the
+        position of a fit that did not end (saved by a ``Checkpoint`` or
+        left by an error) is kept, a new fit starts at the first pass."""
+        position = self.fit_position
+        if position is None:
+            self.fit_position = dict(
+                pass_index=0, next_row=0, n_samples=n_samples, order_key=None
+            )
+        elif position["n_samples"] != n_samples:
+            raise ValueError(
+                f"This {estimator_name} holds a fit that stopped in pass "
+                f"{position['pass_index'] + 1} over {position['n_samples']} "
+                f"samples; X has {n_samples}. Resume it with the same X, or "
+                "set warm_start=False to start a new fit."
+            )
+
+    def pass_order(self):
+        """The order of the pass at ``fit_position``: a permutation of the
+        samples given by a key drawn from the random state when the pass
+        starts, and recorded in the position."""
+        position = self.fit_position
+        if position["order_key"] is None:
+            key = int(self.random_state.randint(2**63))
+            self.fit_position = position = dict(position, order_key=key)
+        return KeyedPermutation(position["n_samples"], position["order_key"])
+
+    def advance_fit(self, next_row):
+        """The pass of the fit under way goes on at ``next_row`` of its order."""
+        if self.fit_position is not None:
+            self.fit_position = dict(self.fit_position, next_row=next_row)
+
+    def end_fit_pass(self):
+        """The pass of the fit under way ended: the next one starts."""
+        position = self.fit_position
+        if position is not None:
+            self.fit_position = dict(
+                position,
+                pass_index=position["pass_index"] + 1,
+                next_row=0,
+                order_key=None,
+            )
+
     # -- one unit of a transaction ------------------------------------------------
 
     def _parts(self):
@@ -148,3 +195,24 @@ class UpdateState:
         state = dict(vars(self))
         state.pop("_saved", None)
         return state
+
+
+class UpdateRecords:
+    """The fitted attributes that a fit's ``UpdateState`` records."""
+
+    @property
+    def random_state_(self):
+        """The random state of the fit, drawn from as it goes on."""
+        return self._update_state.random_state
+
+    @property
+    def evaluation_history_(self):
+        """The evaluation scores: ``n_batch_iter``, ``n_samples_seen`` and
+        ``score``, one entry per evaluation."""
+        return self._update_state.evaluation_history
+
+    @property
+    def step_size_history_(self):
+        """The step sizes: ``n_batch_iter`` and ``step_size``, thinned to a
+        bounded record that spans the whole run."""
+        return self._update_state.step_size_history

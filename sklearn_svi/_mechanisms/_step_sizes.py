@@ -69,6 +69,15 @@ class NoisyOptimum:
     prior: np.ndarray
     negatively_weighted: bool = False
 
+    @classmethod
+    def of_window(cls, window, n_total, prior):
+        """lambda^ = eta + N / (statistics in ``window``) * ``window.sum``
+        (Mandt & Blei 2014, Alg. 1; Hoffman et al. 2013, eq. 25 when the
+        window holds one statistic)."""
+        return cls(
+            window.sum, n_total / window.count, prior, window.negatively_weighted
+        )
+
     def restricted_to(self, span):
         """The rows and block of the total in the slice ``span``, the scale
         and the prior: the arguments of the compiled passes."""
