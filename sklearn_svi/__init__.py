@@ -7,7 +7,7 @@ Paisley, Fazelnia & Barr (tuneable stochastic annealing) and Houlsby & Blei
 """
 
 # The Dask engine registers itself; it imports Dask only when it is used.
-from . import _cluster  # noqa: F401
+from . import _dask  # noqa: F401
 from ._datasets import (
     load_python_docstrings,
     load_ratings,

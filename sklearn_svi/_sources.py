@@ -6,7 +6,7 @@ minibatch (its statistic, its score, its worst samples). Data held in this
 process are :class:`InMemoryRows`. Data held elsewhere belong to an
 :class:`Engine`, which registers itself here (:func:`register_engine`) and
 answers with a row source of its own; the Dask engine,
-:mod:`sklearn_svi._cluster`, is the only one. The core never imports an
+:mod:`sklearn_svi._dask`, is the only one. The core never imports an
 engine: it asks the registered ones.
 
 The models' public methods take an engine's collections too. A method that

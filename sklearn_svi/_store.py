@@ -10,7 +10,7 @@ implement it:
 
 - :class:`LocalStore`: the array in this process (or some of its rows, in
   the copy of the model that a worker's local step reads);
-- :class:`~sklearn_svi._model_shards.RowShards`: blocks of rows held by the
+- :class:`~sklearn_svi._dask._blocks.RowShards`: blocks of rows held by the
   workers of a Dask cluster, each of them the :class:`StoredRows` of its
   rows, so that every operation on rows exists once.
 

@@ -19,7 +19,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
 
-import sklearn_svi._cluster
+import sklearn_svi._dask._rows
 import sklearn_svi._store
 from sklearn_svi import (
     AnnealedLDA,
@@ -29,10 +29,10 @@ from sklearn_svi import (
     SVIGaussianMixture,
     SVIMatrixFactorization,
 )
-from sklearn_svi._cluster import ClusterRows
+from sklearn_svi._dask._blocks import ModelShard, RowShards
+from sklearn_svi._dask._rows import ClusterRows
 from sklearn_svi._datasets import load_python_docstrings, make_lda_corpus
 from sklearn_svi._mechanisms import SmoothingWindow
-from sklearn_svi._model_shards import ModelShard, RowShards
 from sklearn_svi._sources import InMemoryRows
 from sklearn_svi._store import LocalStore
 
@@ -762,9 +762,7 @@ def test_a_large_payload_leaves_the_client_once_and_is_copied_by_the_workers(
 ):
     """Every payload counts as large here: it is scattered to one worker and
     the other part's copy is made by a task, with the same fit."""
-    from sklearn_svi import _cluster
-
-    monkeypatch.setattr(_cluster, "DIRECT_PAYLOAD_BYTES", 0)
+    monkeypatch.setattr(sklearn_svi._dask._rows, "DIRECT_PAYLOAD_BYTES", 0)
     blocks = row_blocks(documents, 400)
     alone = lda(SmoothedLDA, dict(L=3)).fit(documents)
     with distributed.get_task_stream(client) as tasks:
@@ -876,7 +874,7 @@ def test_a_fit_on_the_workers_starts_lambda_there_a_batch_of_topics_at_a_time(
         raise AssertionError("The client assembled lambda.")
 
     monkeypatch.setattr(RowShards, "started", classmethod(recorded))
-    monkeypatch.setattr(sklearn_svi._cluster, "local_store", assembled)
+    monkeypatch.setattr(sklearn_svi._dask._rows, "local_store", assembled)
     settings = dict(seed_topics={0: [3, 7, 11]})
     alone = lda(SmoothedLDA, settings).fit(documents)
     with dask.config.set(PARTITIONED):

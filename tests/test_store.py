@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
+from sklearn_svi._dask._blocks import ModelShard, RowShards
+from sklearn_svi._dask._held import HeldStatistic
 from sklearn_svi._mechanisms import NoisyOptimum, SmoothingWindow, SparseStatistic
-from sklearn_svi._model_shards import HeldStatistic, ModelShard, RowShards
 from sklearn_svi._store import (
     SMALLEST_SCALE,
     LocalStore,

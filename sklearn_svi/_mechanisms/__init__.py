@@ -8,6 +8,8 @@ row blocks of such an array.
 """
 
 from ._annealing import AnnealingWeights
+from ._filter_rows import FilterRows
+from ._filtered import FilteredStepSize
 from ._filters import AdaptiveGain, GaussianFilter, StudentTFilter
 from ._settings import (
     FILTERS,
@@ -20,8 +22,6 @@ from ._settings import (
 from ._smoothing import SmoothingWindow, SparseStatistic, added_statistics
 from ._step_sizes import (
     ConstantStepSize,
-    FilteredStepSize,
-    FilterRows,
     NoisyOptimum,
     RobbinsMonroStepSize,
     StepSize,

@@ -13,14 +13,10 @@ from numbers import Integral, Real
 from sklearn.utils._param_validation import Hidden, Interval, StrOptions
 
 from ._annealing import AnnealingWeights
+from ._filtered import FilteredStepSize, auto_observed_components
 from ._filters import AdaptiveGain, GaussianFilter, StudentTFilter
 from ._smoothing import SmoothingWindow
-from ._step_sizes import (
-    ConstantStepSize,
-    FilteredStepSize,
-    RobbinsMonroStepSize,
-    auto_observed_components,
-)
+from ._step_sizes import ConstantStepSize, RobbinsMonroStepSize
 
 # Minibatches drawn at the initial lambda to start a filter's noise estimates.
 MONTE_CARLO_BATCHES = 5

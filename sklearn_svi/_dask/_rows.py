@@ -1,64 +1,40 @@
-"""The Dask engine: the local step on a cluster, and the models' methods
-on Dask collections (registered with :mod:`sklearn_svi._sources`).
-
-The local step is the cost of an update, and it is data-parallel: a
-minibatch is cut into parts by the workers that hold its samples' row
-blocks, one task per worker computes its part's statistic on all the
-worker's threads, at the model's present state, and a tree of tasks adds the
-parts' statistics on the workers, so that the client receives one statistic
-per update and runs the usual update. What travels:
-
-- from the client, once per update: a copy of the model without the
-  update's state (:meth:`~sklearn_svi._contract.OnlineModel._local_copy`),
-  with lambda cut to the rows that the minibatch's local step reads (an LDA
-  minibatch's words), serialised by value when its class lives in
-  ``__main__``; a large copy goes to one worker and from there along a tree
-  of tasks to the others;
-- between workers: the parts' sparse statistics, as the tree adds them;
-- back to the client: the sum, on the rows of the minibatch.
-
-The samples stay where they are. Each part divides its sum by the size of
-the whole minibatch, so the statistics add up to the minibatch mean; every
-sample's part of it is computed as on one machine (the same random starts,
-drawn from the minibatch number and the sample), and only the grouping of
-the sum over the samples differs, by rounding.
-
-A worker that dies costs the tasks it was running: Dask runs them again
-elsewhere (recomputing lost blocks of a Dask collection from their graph),
-and blocks that the client scattered itself are sent again. A task that
-kills the workers that run it (Dask's ``KilledWorker``) is not sent again,
-and an update that waits longer than ``"sklearn-svi.update-timeout"`` of
-Dask's configuration stops with a clear error. The update changes the model
-only once it has the whole statistic, so nothing is counted twice and a
-failed update leaves the model as it was. Dask is imported only when a Dask
-collection or joblib's Dask backend is in use.
-"""
+"""``ClusterRows``: the training data of a fit on a cluster, each
+minibatch cut into one part per worker that holds its samples (see
+:mod:`sklearn_svi._dask`)."""
 
 import contextlib
-import functools
 import logging
-import pickle
-import sys
 import time
-from dataclasses import dataclass
 
-import joblib
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import clone
 
-from ._mechanisms import added_statistics
-from ._model_shards import (
-    HeldStatistic,
-    RowShards,
-    check_partitionable,
-    held_by_workers,
-    partitions_model,
+from .._permutation import PermutedSpan
+from .._sources import evenly_spaced_rows, local_store
+from ._blocks import RowShards
+from ._client import (
+    _client,
+    _serialized,
+    _waits_for_lost_workers,
+    is_dask_collection,
+    row_block_tasks,
 )
-from ._permutation import PermutedSpan
-from ._sources import evenly_spaced_rows, local_store, register_engine
-from ._store import LocalStore
-from ._threads import thread_pool
+from ._held import HeldStatistic, check_partitionable, held_by_workers, partitions_model
+from ._parts import _DistributedMinibatch, _Part, _rows_of_all
+from ._tasks import (
+    _assembled,
+    _block_order,
+    _held_part_statistic,
+    _minibatch_call,
+    _part_statistic,
+    _prepared_part,
+    _rows_read,
+    _same,
+    _sampled_part,
+    _shape,
+    _sum_of,
+    _validated_block,
+)
 
 logger = logging.getLogger("sklearn_svi.cluster")
 
@@ -71,6 +47,7 @@ SUM_FAN_IN = 8
 # The key of Dask's configuration that holds how long an update waits for the
 # workers, and its default.
 TIMEOUT_KEY = "sklearn-svi.update-timeout"
+
 DEFAULT_TIMEOUT = "10 minutes"
 
 # How often an update that waits for the workers checks that they can still
@@ -81,312 +58,8 @@ WORKER_CHECK_SECONDS = 1.0
 # scheduler go straight to a worker and along a tree of copies, each worker
 # sending to at most ``BROADCAST_FAN_OUT`` others (``_broadcast``).
 DIRECT_PAYLOAD_BYTES = 2**20
+
 BROADCAST_FAN_OUT = 2
-
-
-def is_dask_collection(X):
-    """Whether ``X`` is a Dask collection (without importing Dask)."""
-    dask = sys.modules.get("dask")
-    return dask is not None and dask.is_dask_collection(X)
-
-
-def _on_worker():
-    """Whether this code runs in a task on a Dask worker."""
-    distributed = sys.modules.get("distributed")
-    if distributed is None:
-        return False
-    try:
-        distributed.get_worker()
-    except ValueError:
-        return False
-    return True
-
-
-def active_client():
-    """The client of ``joblib.parallel_backend("dask")`` when it is active.
-
-    None otherwise, and in a task that already runs on a worker (a
-    candidate of a GridSearchCV that the backend sent there), whose fit
-    runs where it is.
-    """
-    if "distributed" not in sys.modules:
-        return None
-    backend, _ = joblib.parallel.get_active_backend()
-    client = getattr(backend, "client", None)
-    if client is None or type(backend).__name__ != "DaskDistributedBackend":
-        return None
-    return None if _on_worker() else client
-
-
-def _client():
-    """The Dask client: joblib's, or the default one."""
-    client = active_client()
-    if client is not None:
-        return client
-    from distributed import get_client
-
-    try:
-        return get_client()
-    except ValueError:
-        raise ValueError(
-            "A Dask collection is fitted on a Dask cluster, and there is no "
-            "client: start one first, for instance with "
-            "distributed.Client(LocalCluster())."
-        ) from None
-
-
-def row_block_tasks(X):
-    """The row blocks of a Dask array or bag, as a list of Delayed objects.
-
-    A bag's partition is a list of matrices, stacked into one block.
-    """
-    import dask
-    import dask.array as da
-    import dask.bag as db
-
-    if isinstance(X, da.Array):
-        if X.ndim != 2:
-            raise ValueError(
-                f"Expected a 2-dimensional Dask array, got {X.ndim} dimensions."
-            )
-        return list(X.rechunk({1: -1}).to_delayed()[:, 0])
-    if isinstance(X, db.Bag):
-        return [dask.delayed(_stacked)(part) for part in X.to_delayed()]
-    raise TypeError(
-        f"Expected a Dask array or a Dask bag of row blocks, got {type(X).__name__}."
-    )
-
-
-def _stacked(matrices):
-    """The rows of a list of matrices, one under the other."""
-    if not matrices:
-        raise ValueError(
-            "A partition of the Dask bag holds no matrix; every partition "
-            "must hold at least one matrix of rows."
-        )
-    if any(sp.issparse(matrix) for matrix in matrices):
-        return sp.vstack(matrices, format="csr")
-    return np.vstack(matrices)
-
-
-# -- the tasks that run on the workers -------------------------------------------
-
-
-def _validated_block(model, block, index, reset, dtype):
-    """The model's validation of one row block, which names the block."""
-    try:
-        return model._check_training_data(block, reset=reset, dtype=dtype)
-    except ValueError as error:
-        raise ValueError(f"In row block {index} of X: {error}") from error
-
-
-def _shape(block):
-    return block.shape[0], block.shape[1], block.dtype
-
-
-def _assembled(*parts):
-    """The samples of prepared parts, in their order in the minibatch."""
-    X_batch = _stacked([part[0] for part in parts])
-    positions = np.concatenate([part[2] for part in parts])
-    return X_batch[np.argsort(positions, kind="stable")]
-
-
-def _prepared_part(model, rows_by_block, positions, *blocks):
-    """The rows ``rows_by_block`` of each block, one under the other, the
-    same rows prepared for the model's local step, and their ``positions``
-    in the minibatch."""
-    X_part = _stacked([block[rows] for block, rows in zip(blocks, rows_by_block)])
-    return X_part, model._prepare_minibatch(X_part), positions
-
-
-def _block_order(order, offset, n_rows):
-    """The positions in the pass's ``order`` of a block's rows, sorted, and
-    the block's rows in that order."""
-    positions = order.positions_of(np.arange(offset, offset + n_rows))
-    by_position = np.argsort(positions)
-    return positions[by_position], by_position
-
-
-def _sampled_part(model, span, n_blocks, *blocks_and_orders):
-    """The samples of the ``n_blocks`` blocks at the positions ``span`` of
-    the pass's order (each block's ``_block_order`` follows the blocks),
-    prepared as by ``_prepared_part``."""
-    blocks, orders = blocks_and_orders[:n_blocks], blocks_and_orders[n_blocks:]
-    rows_by_block, positions = [], []
-    for sorted_positions, rows in orders:
-        first, last = np.searchsorted(sorted_positions, [span.start, span.stop])
-        rows_by_block.append(rows[first:last])
-        positions.append(sorted_positions[first:last] - span.start)
-    return _prepared_part(model, rows_by_block, np.concatenate(positions), *blocks)
-
-
-def _rows_read(model, part):
-    return model._rows_read(part[1])
-
-
-def _worker_threads():
-    """The number of threads of the worker that runs this task."""
-    from distributed import get_worker
-
-    return get_worker().state.nthreads
-
-
-def _statistic_of_part(model, part, sample_weight, draw, n_batch):
-    """The model's local step of a prepared part on all the threads of its
-    worker, with its samples' weights of the minibatch's ``sample_weight``
-    (None for none)."""
-    weights = None if sample_weight is None else sample_weight[part[2]]
-    with thread_pool(_worker_threads()):
-        return model._local_statistic(part[1], weights, draw, n_batch)
-
-
-def _part_statistic(payload, part, sample_weight, draw, n_batch):
-    """A part's share of the minibatch statistic, at the model in
-    ``payload``, computed on all the threads of its worker; None for a
-    part without samples. ``sample_weight`` holds the whole minibatch's
-    weights (or is None)."""
-    if part[0].shape[0] == 0:
-        return None
-    return _statistic_of_part(pickle.loads(payload), part, sample_weight, draw, n_batch)
-
-
-def _held_part_statistic(
-    payload, part, sample_weight, draw, n_batch, index, shards, change, scale
-):
-    """A part's share of the minibatch statistic, computed on all the
-    threads of its worker at lambda's rows read from the ``shards`` that
-    hold them, and handed to those shards."""
-    if part[0].shape[0] == 0:
-        return
-    model = pickle.loads(payload)
-    rows = model._rows_read(part[1])
-    model._natural_store = LocalStore(shards.rows_of(rows, scale), rows=rows)
-    statistic = _statistic_of_part(model, part, sample_weight, draw, n_batch)
-    shards.receive(change, draw, index, statistic)
-
-
-def _waits_for_lost_workers(dask_scheduler, keys):
-    """Whether a task that the tasks ``keys`` wait for, on the scheduler,
-    waits for workers that are gone although others run.
-
-    Dask keeps a task in its ``no-worker`` state when every worker died
-    while it waited, and its new workers do not take the tasks that were
-    placed on the old ones, even when they may run elsewhere.
-    """
-    if not dask_scheduler.running:
-        return False
-    waiting = [dask_scheduler.tasks[key] for key in keys if key in dask_scheduler.tasks]
-    seen = set()
-    while waiting:
-        task = waiting.pop()
-        if task.key in seen or task.state == "memory":
-            continue
-        if task.state == "no-worker":
-            return True
-        seen.add(task.key)
-        waiting.extend(task.dependencies)
-    return False
-
-
-def _same(payload):
-    """The payload itself: a copy of it on the worker that runs this task."""
-    return payload
-
-
-def _sum_of(*statistics):
-    """The sum of the statistics of the parts that have samples (None for
-    none)."""
-    statistics = [statistic for statistic in statistics if statistic is not None]
-    if not statistics:
-        return None
-    first = statistics[0]
-    return added_statistics(statistics, first.block.shape[1], first.block.dtype)
-
-
-def _minibatch_call(payload, function, *parts):
-    """``function(model, X_batch)`` for the minibatch that the prepared
-    parts make up, its samples in their order in the minibatch."""
-    return function(pickle.loads(payload), _assembled(*parts))
-
-
-# -- the client's side ---------------------------------------------------------------
-
-
-def _serialized(model):
-    """The model as bytes, by value when its class is defined in a script
-    or a notebook (``__main__``), which the workers cannot import."""
-    import cloudpickle
-
-    return cloudpickle.dumps(model, protocol=5)
-
-
-def _rows_of_all(parts):
-    """The rows of lambda that the parts read together, None for all."""
-    rows = [part.rows_read for part in parts]
-    if any(part_rows is None for part_rows in rows):
-        return None
-    return functools.reduce(np.union1d, rows)
-
-
-@dataclass
-class _Part:
-    """The samples of a minibatch that one worker holds.
-
-    Attributes
-    ----------
-    worker : str or None
-        The address of the worker that holds the blocks, None when unknown.
-    blocks : list of int
-        The row blocks that hold the samples, in their order.
-    rows : list of ndarray or None
-        The samples' rows in each block; None when the worker finds them
-        (a ``PermutedSpan``).
-    positions : ndarray or None
-        The samples' places in the minibatch, in the part's order (a list
-        of each block's while the part is cut); None when the worker finds
-        them.
-    prepared : Future
-        (X_part, prepared part, positions) on the worker.
-    rows_read : ndarray or None
-        The rows of lambda its local step reads, None for all.
-    """
-
-    worker: str | None
-    blocks: list
-    rows: list | None
-    positions: list | np.ndarray | None
-    prepared: object = None
-    rows_read: np.ndarray | None = None
-
-
-class _DistributedMinibatch:
-    """A minibatch whose samples stay on the workers, one part per worker.
-
-    Its parts are prepared on the workers as soon as it is made. The rows
-    of lambda that they read (``reads``, futures until then) come back with
-    the statistic of the update before it (:meth:`ClusterRows.statistic`),
-    or when ``result()`` is asked for first.
-    """
-
-    def __init__(self, source, rows, parts):
-        self.source = source
-        self.rows = rows
-        self.parts = parts
-        self.reads = None
-
-    @property
-    def size(self):
-        return len(self.rows)
-
-    def take(self, rows_read):
-        for part, rows in zip(self.parts, rows_read):
-            part.rows_read = rows
-        self.reads = None
-
-    def result(self):
-        if self.reads is not None:
-            self.take(self.source._gathered(self.reads, "A minibatch's preparation"))
-        return self
 
 
 def _update_timeout():
@@ -643,7 +316,7 @@ class ClusterRows:
     def holding_natural(self, model):
         """A context in which the workers hold lambda by blocks of rows,
         when Dask's configuration ``"sklearn-svi.partition-model"`` asks
-        for it (:mod:`sklearn_svi._model_shards`); the model's own copy is
+        for it (:mod:`sklearn_svi._dask._held`); the model's own copy is
         written back when it ends."""
         if not partitions_model():
             yield
@@ -739,7 +412,7 @@ class ClusterRows:
 
         The payload is the model without lambda; each part reads its rows
         from the blocks, worker to worker. A worker lost with a block of
-        lambda ends the fit (see :mod:`sklearn_svi._model_shards`).
+        lambda ends the fit (see :mod:`sklearn_svi._dask._held`).
         """
         scale = self.shards.scale
         payload = _serialized(self.model._local_copy(np.empty(0, dtype=np.intp)))
@@ -910,69 +583,3 @@ class ClusterRows:
         """The samples of the minibatch that fit the model worst, by their
         place in it, worst first, found on a worker."""
         return self._on_minibatch(type(self.model)._least_likely_samples, minibatch)
-
-
-# -- the engine of the models' methods on Dask collections ---------------------------
-
-
-class DaskEngine:
-    """Dask collections of row blocks, for every model (an ``Engine``)."""
-
-    def holds(self, X):
-        return is_dask_collection(X)
-
-    def fits(self, X):
-        return is_dask_collection(X) or active_client() is not None
-
-    def row_source(self, model, X, reset, dtype):
-        return ClusterRows.from_data(model, X, reset, dtype)
-
-    def map_row_blocks(self, method, model, X, n_columns, dtype):
-        """``method(model, block)`` on each row block of ``X``.
-
-        For a Dask array, a Dask array of the blocks' results, one row per
-        sample, with ``n_columns`` columns (None for a vector); for a bag, a
-        bag of each partition's result.
-        """
-        import dask
-        import dask.array as da
-
-        shared = dask.delayed(model)
-        if not isinstance(X, da.Array):
-            row_block_tasks(X)  # the type check
-            return X.map_partitions(_partition_call, method, shared)
-        X = X.rechunk({1: -1})
-        if n_columns is None:
-            shape = dict(drop_axis=1, meta=np.empty((0,), dtype=dtype))
-        else:
-            shape = dict(
-                chunks=(X.chunks[0], (n_columns,)), meta=np.empty((0, 0), dtype=dtype)
-            )
-        return X.map_blocks(_block_call, method, shared, dtype=dtype, **shape)
-
-    def sum_row_blocks(self, part, model, X):
-        """The sum of ``part(model, block)`` over the row blocks of ``X``,
-        added in the blocks' order on the cluster, computed."""
-        import dask
-
-        shared = dask.delayed(model)
-        parts = [dask.delayed(part)(shared, block) for block in row_block_tasks(X)]
-        return dask.delayed(_ordered_sum)(parts).compute()
-
-
-def _block_call(block, method, model):
-    return method(model, block)
-
-
-def _partition_call(matrices, method, model):
-    return [method(model, _stacked(matrices))]
-
-
-def _ordered_sum(values):
-    total = values[0]
-    for value in values[1:]:
-        total = total + value
-    return total
-
-
-register_engine(DaskEngine())
