@@ -4,14 +4,15 @@ Every estimator takes the parameters of the online update
 (``UPDATE_PARAMETERS``) and of all its mechanisms
 (:data:`~sklearn_svi._mechanisms.MECHANISM_PARAMETERS`), so that smoothing,
 annealing and every step size combine in each of them. An estimator states
-its own parameters and its defaults, and :func:`estimator_init` makes its
-``__init__``: one function that keeps every parameter as it is given, as
-scikit-learn requires, with the signature that ``get_params``, ``clone`` and
-the documentation read. A parameter added to a registry reaches every
-estimator from there.
+its own parameters and its defaults in ``_init_parameters``
+(:func:`init_parameters`), and writes out its ``__init__`` as scikit-learn's
+estimators do, every parameter in the signature that a reader, an editor,
+``get_params``, ``clone`` and the documentation read. The registries stay
+the one source of the defaults: ``tests/test_estimator_api.py`` checks each
+written ``__init__`` against :func:`init_source` of its ``_init_parameters``,
+and prints the source to write when a registry changes.
 """
 
-import inspect
 from numbers import Integral, Real
 
 from sklearn.utils._param_validation import Interval
@@ -67,8 +68,9 @@ UPDATE_DEFAULTS = {
 }
 
 
-def estimator_init(own, defaults=None, deprecated=()):
-    """An estimator's ``__init__``.
+def init_parameters(own, defaults=None, deprecated=()):
+    """Every parameter of an estimator with its default, in the order of its
+    ``__init__``.
 
     Parameters
     ----------
@@ -83,40 +85,40 @@ def estimator_init(own, defaults=None, deprecated=()):
 
     Returns
     -------
-    __init__ : function
-        Keeps each parameter as an attribute of the same name.
+    parameters : dict
+        The model's own parameters, then those of every mechanism and of
+        the update loop.
     """
-    values = {
+    return {
         **own,
         **{name: parameter.default for name, parameter in MECHANISM_PARAMETERS.items()},
         **UPDATE_DEFAULTS,
         **(defaults or {}),
         **dict.fromkeys(deprecated, "deprecated"),
     }
-    first, *rest = values
-    signature = inspect.Signature(
+
+
+def init_source(parameters):
+    """The source of the ``__init__`` that takes ``parameters`` (from
+    :func:`init_parameters`), as an estimator's class writes it: each
+    parameter kept as an attribute of the same name, as scikit-learn
+    requires, the first one also by position."""
+    first, *rest = parameters
+
+    def literal(value):
+        return f'"{value}"' if isinstance(value, str) else repr(value)
+
+    return "\n".join(
         [
-            inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
-            inspect.Parameter(
-                first, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=values[first]
-            ),
-            *(
-                inspect.Parameter(
-                    name, inspect.Parameter.KEYWORD_ONLY, default=values[name]
-                )
-                for name in rest
-            ),
+            "    def __init__(",
+            "        self,",
+            f"        {first}={literal(parameters[first])},",
+            "        *,",
+            *(f"        {name}={literal(parameters[name])}," for name in rest),
+            "    ):",
+            *(f"        self.{name} = {name}" for name in parameters),
         ]
     )
-
-    def __init__(self, *args, **kwargs):
-        arguments = signature.bind(self, *args, **kwargs)
-        arguments.apply_defaults()
-        for name, value in list(arguments.arguments.items())[1:]:
-            setattr(self, name, value)
-
-    __init__.__signature__ = signature
-    return __init__
 
 
 class OnlineParameters:

@@ -1,5 +1,6 @@
 """scikit-learn conventions: checks, pipelines, search, persistence, input errors."""
 
+import inspect
 import pickle
 
 import joblib
@@ -22,9 +23,11 @@ from sklearn_svi import (
     FilteredLDA,
     SmoothedLDA,
     SVIGaussianMixture,
+    SVIMatrixFactorization,
     make_lda_corpus,
     top_words,
 )
+from sklearn_svi._parameters import init_source
 
 
 @parametrize_with_checks(
@@ -39,6 +42,28 @@ from sklearn_svi import (
 )
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+@pytest.mark.parametrize(
+    "estimator_class",
+    [SmoothedLDA, AnnealedLDA, FilteredLDA, SVIGaussianMixture, SVIMatrixFactorization],
+)
+def test_every_parameter_is_written_in_the_estimators_own_init(estimator_class):
+    """A reader finds the parameters in the class's ``__init__``, written out
+    as scikit-learn writes them, and the registries stay the one source of
+    their defaults: the written ``__init__`` is the one they give."""
+    assert "__init__" in vars(estimator_class)
+    expected = init_source(estimator_class._init_parameters)
+    written = inspect.getsource(estimator_class.__init__).rstrip("\n")
+    assert written == expected, (
+        f"{estimator_class.__name__}.__init__ differs from its parameters' "
+        f"registries; write it as:\n{expected}"
+    )
+    signature = inspect.signature(estimator_class)
+    assert {
+        name: parameter.default for name, parameter in signature.parameters.items()
+    } == estimator_class._init_parameters
+    assert list(signature.parameters.values())[1].kind == inspect.Parameter.KEYWORD_ONLY
 
 
 @pytest.mark.parametrize("estimator", [SmoothedLDA(), AnnealedLDA(), FilteredLDA()])

@@ -9,7 +9,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._mechanisms._docstrings import mechanism_parameters
-from .._parameters import CALLBACK_PARAMETER, WARM_START_PARAMETER, estimator_init
+from .._parameters import CALLBACK_PARAMETER, WARM_START_PARAMETER, init_parameters
 from .._sources import features_in, features_out, rowwise, summed_over_rows
 from ._model import _OnlineMatrixFactorization
 
@@ -192,7 +192,7 @@ n_components)
         "tol": [Interval(Real, 0, None, closed="left")],
     }
 
-    __init__ = estimator_init(
+    _init_parameters = init_parameters(
         dict(
             n_components=10,
             prior_precision="auto",
@@ -203,6 +203,63 @@ n_components)
         ),
         defaults=dict(batch_size=256),
     )
+
+    def __init__(
+        self,
+        n_components=10,
+        *,
+        prior_precision="auto",
+        noise_variance="auto",
+        biases=True,
+        rating_offset=None,
+        tol=0.001,
+        L=1,
+        M=None,
+        M_growth=0.0,
+        learning_rate="robbins-monro",
+        learning_offset=10.0,
+        learning_decay=0.7,
+        prior_variance=0.0,
+        prior_dof=3,
+        bias_correction=True,
+        min_step_size=None,
+        observed_components="auto",
+        batch_size=256,
+        max_iter=10,
+        total_samples=1000000.0,
+        evaluate_every=-1,
+        callback=None,
+        warm_start=False,
+        n_jobs=None,
+        verbose=0,
+        random_state=None,
+    ):
+        self.n_components = n_components
+        self.prior_precision = prior_precision
+        self.noise_variance = noise_variance
+        self.biases = biases
+        self.rating_offset = rating_offset
+        self.tol = tol
+        self.L = L
+        self.M = M
+        self.M_growth = M_growth
+        self.learning_rate = learning_rate
+        self.learning_offset = learning_offset
+        self.learning_decay = learning_decay
+        self.prior_variance = prior_variance
+        self.prior_dof = prior_dof
+        self.bias_correction = bias_correction
+        self.min_step_size = min_step_size
+        self.observed_components = observed_components
+        self.batch_size = batch_size
+        self.max_iter = max_iter
+        self.total_samples = total_samples
+        self.evaluate_every = evaluate_every
+        self.callback = callback
+        self.warm_start = warm_start
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+        self.random_state = random_state
 
     # -- public API ----------------------------------------------------------------
 

@@ -10,7 +10,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._mechanisms import learning_rate_constraint, renamed_constraint
 from .._mechanisms._docstrings import mechanism_parameters
-from .._parameters import estimator_init
+from .._parameters import init_parameters
 from ..metrics import top_word_indices
 from ._docstrings import MECHANISM_NOTES, estimator_docstring
 from ._model import LDA_PARAMETERS, _OnlineLDA
@@ -64,11 +64,78 @@ class SmoothedLDA(_OnlineLDA):
     }
     _renamed_learning_rate = "step_size"
 
-    __init__ = estimator_init(
+    _init_parameters = init_parameters(
         LDA_PARAMETERS,
         defaults=dict(learning_decay=0.6),
         deprecated=("step_size",),
     )
+
+    def __init__(
+        self,
+        n_components=10,
+        *,
+        doc_topic_prior=None,
+        topic_word_prior=None,
+        seed_topics=None,
+        seed_strength=0.01,
+        local_step="auto",
+        max_doc_update_iter="auto",
+        mean_change_tol=0.001,
+        scoring=None,
+        perp_tol=0.1,
+        L=1,
+        M=None,
+        M_growth=0.0,
+        learning_rate="robbins-monro",
+        learning_offset=10.0,
+        learning_decay=0.6,
+        prior_variance=0.0,
+        prior_dof=3,
+        bias_correction=True,
+        min_step_size=None,
+        observed_components="auto",
+        batch_size=128,
+        max_iter=10,
+        total_samples=1000000.0,
+        evaluate_every=-1,
+        callback=None,
+        warm_start=False,
+        n_jobs=None,
+        verbose=0,
+        random_state=None,
+        step_size="deprecated",
+    ):
+        self.n_components = n_components
+        self.doc_topic_prior = doc_topic_prior
+        self.topic_word_prior = topic_word_prior
+        self.seed_topics = seed_topics
+        self.seed_strength = seed_strength
+        self.local_step = local_step
+        self.max_doc_update_iter = max_doc_update_iter
+        self.mean_change_tol = mean_change_tol
+        self.scoring = scoring
+        self.perp_tol = perp_tol
+        self.L = L
+        self.M = M
+        self.M_growth = M_growth
+        self.learning_rate = learning_rate
+        self.learning_offset = learning_offset
+        self.learning_decay = learning_decay
+        self.prior_variance = prior_variance
+        self.prior_dof = prior_dof
+        self.bias_correction = bias_correction
+        self.min_step_size = min_step_size
+        self.observed_components = observed_components
+        self.batch_size = batch_size
+        self.max_iter = max_iter
+        self.total_samples = total_samples
+        self.evaluate_every = evaluate_every
+        self.callback = callback
+        self.warm_start = warm_start
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+        self.random_state = random_state
+        self.step_size = step_size
 
 
 class AnnealedLDA(_OnlineLDA):
@@ -137,11 +204,78 @@ class AnnealedLDA(_OnlineLDA):
     }
     _renamed_learning_rate = "step_size"
 
-    __init__ = estimator_init(
+    _init_parameters = init_parameters(
         LDA_PARAMETERS,
         defaults=dict(M="auto", M_growth="auto", learning_decay=0.6),
         deprecated=("step_size",),
     )
+
+    def __init__(
+        self,
+        n_components=10,
+        *,
+        doc_topic_prior=None,
+        topic_word_prior=None,
+        seed_topics=None,
+        seed_strength=0.01,
+        local_step="auto",
+        max_doc_update_iter="auto",
+        mean_change_tol=0.001,
+        scoring=None,
+        perp_tol=0.1,
+        L=1,
+        M="auto",
+        M_growth="auto",
+        learning_rate="robbins-monro",
+        learning_offset=10.0,
+        learning_decay=0.6,
+        prior_variance=0.0,
+        prior_dof=3,
+        bias_correction=True,
+        min_step_size=None,
+        observed_components="auto",
+        batch_size=128,
+        max_iter=10,
+        total_samples=1000000.0,
+        evaluate_every=-1,
+        callback=None,
+        warm_start=False,
+        n_jobs=None,
+        verbose=0,
+        random_state=None,
+        step_size="deprecated",
+    ):
+        self.n_components = n_components
+        self.doc_topic_prior = doc_topic_prior
+        self.topic_word_prior = topic_word_prior
+        self.seed_topics = seed_topics
+        self.seed_strength = seed_strength
+        self.local_step = local_step
+        self.max_doc_update_iter = max_doc_update_iter
+        self.mean_change_tol = mean_change_tol
+        self.scoring = scoring
+        self.perp_tol = perp_tol
+        self.L = L
+        self.M = M
+        self.M_growth = M_growth
+        self.learning_rate = learning_rate
+        self.learning_offset = learning_offset
+        self.learning_decay = learning_decay
+        self.prior_variance = prior_variance
+        self.prior_dof = prior_dof
+        self.bias_correction = bias_correction
+        self.min_step_size = min_step_size
+        self.observed_components = observed_components
+        self.batch_size = batch_size
+        self.max_iter = max_iter
+        self.total_samples = total_samples
+        self.evaluate_every = evaluate_every
+        self.callback = callback
+        self.warm_start = warm_start
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+        self.random_state = random_state
+        self.step_size = step_size
 
 
 class FilteredLDA(_OnlineLDA):
@@ -221,7 +355,7 @@ class FilteredLDA(_OnlineLDA):
     }
     _renamed_learning_rate = "filter"
 
-    __init__ = estimator_init(
+    _init_parameters = init_parameters(
         LDA_PARAMETERS,
         defaults=dict(
             learning_rate="gaussian",
@@ -230,6 +364,73 @@ class FilteredLDA(_OnlineLDA):
         ),
         deprecated=("filter",),
     )
+
+    def __init__(
+        self,
+        n_components=10,
+        *,
+        doc_topic_prior=None,
+        topic_word_prior=None,
+        seed_topics=None,
+        seed_strength=0.01,
+        local_step="auto",
+        max_doc_update_iter="auto",
+        mean_change_tol=0.001,
+        scoring=None,
+        perp_tol=0.1,
+        L=1,
+        M=None,
+        M_growth=0.0,
+        learning_rate="gaussian",
+        learning_offset=10.0,
+        learning_decay=0.6,
+        prior_variance=0.0,
+        prior_dof=3,
+        bias_correction=True,
+        min_step_size="robbins-monro",
+        observed_components="auto",
+        batch_size=128,
+        max_iter=10,
+        total_samples=1000000.0,
+        evaluate_every=-1,
+        callback=None,
+        warm_start=False,
+        n_jobs=None,
+        verbose=0,
+        random_state=None,
+        filter="deprecated",
+    ):
+        self.n_components = n_components
+        self.doc_topic_prior = doc_topic_prior
+        self.topic_word_prior = topic_word_prior
+        self.seed_topics = seed_topics
+        self.seed_strength = seed_strength
+        self.local_step = local_step
+        self.max_doc_update_iter = max_doc_update_iter
+        self.mean_change_tol = mean_change_tol
+        self.scoring = scoring
+        self.perp_tol = perp_tol
+        self.L = L
+        self.M = M
+        self.M_growth = M_growth
+        self.learning_rate = learning_rate
+        self.learning_offset = learning_offset
+        self.learning_decay = learning_decay
+        self.prior_variance = prior_variance
+        self.prior_dof = prior_dof
+        self.bias_correction = bias_correction
+        self.min_step_size = min_step_size
+        self.observed_components = observed_components
+        self.batch_size = batch_size
+        self.max_iter = max_iter
+        self.total_samples = total_samples
+        self.evaluate_every = evaluate_every
+        self.callback = callback
+        self.warm_start = warm_start
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+        self.random_state = random_state
+        self.filter = filter
 
     @property
     def filter_state_(self):

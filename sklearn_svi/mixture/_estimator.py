@@ -10,7 +10,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._mechanisms import learning_rate_constraint, renamed_constraint
 from .._mechanisms._docstrings import mechanism_parameters
-from .._parameters import CALLBACK_PARAMETER, WARM_START_PARAMETER, estimator_init
+from .._parameters import CALLBACK_PARAMETER, WARM_START_PARAMETER, init_parameters
 from .._sources import features_out, rowwise, summed_over_rows
 from ._model import _OnlineGaussianMixture
 
@@ -209,7 +209,7 @@ degrees_of_freedom_prior_, covariance_prior_
     }
     _renamed_learning_rate = "step_size"
 
-    __init__ = estimator_init(
+    _init_parameters = init_parameters(
         dict(
             n_components=1,
             covariance_type="full",
@@ -226,6 +226,75 @@ degrees_of_freedom_prior_, covariance_prior_
         defaults=dict(batch_size=256, max_iter=20),
         deprecated=("step_size",),
     )
+
+    def __init__(
+        self,
+        n_components=1,
+        *,
+        covariance_type="full",
+        tol=0.001,
+        reg_covar=1e-06,
+        init_params="kmeans",
+        weight_concentration_prior_type="dirichlet_process",
+        weight_concentration_prior=None,
+        mean_precision_prior=None,
+        mean_prior=None,
+        degrees_of_freedom_prior=None,
+        covariance_prior=None,
+        L=1,
+        M=None,
+        M_growth=0.0,
+        learning_rate="robbins-monro",
+        learning_offset=10.0,
+        learning_decay=0.7,
+        prior_variance=0.0,
+        prior_dof=3,
+        bias_correction=True,
+        min_step_size=None,
+        observed_components="auto",
+        batch_size=256,
+        max_iter=20,
+        total_samples=1000000.0,
+        evaluate_every=-1,
+        callback=None,
+        warm_start=False,
+        n_jobs=None,
+        verbose=0,
+        random_state=None,
+        step_size="deprecated",
+    ):
+        self.n_components = n_components
+        self.covariance_type = covariance_type
+        self.tol = tol
+        self.reg_covar = reg_covar
+        self.init_params = init_params
+        self.weight_concentration_prior_type = weight_concentration_prior_type
+        self.weight_concentration_prior = weight_concentration_prior
+        self.mean_precision_prior = mean_precision_prior
+        self.mean_prior = mean_prior
+        self.degrees_of_freedom_prior = degrees_of_freedom_prior
+        self.covariance_prior = covariance_prior
+        self.L = L
+        self.M = M
+        self.M_growth = M_growth
+        self.learning_rate = learning_rate
+        self.learning_offset = learning_offset
+        self.learning_decay = learning_decay
+        self.prior_variance = prior_variance
+        self.prior_dof = prior_dof
+        self.bias_correction = bias_correction
+        self.min_step_size = min_step_size
+        self.observed_components = observed_components
+        self.batch_size = batch_size
+        self.max_iter = max_iter
+        self.total_samples = total_samples
+        self.evaluate_every = evaluate_every
+        self.callback = callback
+        self.warm_start = warm_start
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+        self.random_state = random_state
+        self.step_size = step_size
 
     # -- public API ----------------------------------------------------------------
 
