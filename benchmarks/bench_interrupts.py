@@ -10,12 +10,17 @@ whose continuation differs did not *resume*.
 
 The LDA estimators read the first 2,100 NewsArticles documents (K = 20,
 minibatches of 100); the mixture three Gaussian blobs, the factorization a
-random sparse rating matrix. It prints, per estimator, the interrupted fits,
-the torn models and the continuations that differed.
+random sparse rating matrix. The default SmoothedLDA is also fitted on a
+Dask array on a local cluster of two workers with lambda held by the workers
+(``"sklearn-svi.partition-model"``): there the continued fit's row blocks
+group the parts' sums otherwise, so it must match to rounding (rtol 1e-9).
+It prints, per estimator, the interrupted fits, the torn models and the
+continuations that differed.
 
 Run ``python benchmarks/bench_interrupts.py [--fits 100]``.
 """
 
+import contextlib
 import copy
 import hashlib
 import pickle
@@ -51,6 +56,21 @@ ESTIMATORS = {
         n_components=5, **COMMON
     ),
 }
+# SmoothedLDA() fitted on a Dask array, lambda held by the workers.
+ON_WORKERS = "SmoothedLDA(), lambda on the workers"
+ESTIMATORS[ON_WORKERS] = ESTIMATORS["SmoothedLDA()"]
+
+
+@contextlib.contextmanager
+def on_a_local_cluster():
+    """A local Dask cluster of two one-thread workers, for the fits whose
+    workers hold lambda, and Python's own Ctrl-C handler in this process."""
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1) as cluster:
+        with Client(cluster):
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            yield
 
 
 def fingerprint(value, digest=None):
@@ -79,9 +99,22 @@ def fingerprint(value, digest=None):
     return digest
 
 
-def state_of(model):
-    """The fingerprint of ``model``, its callback aside."""
-    state = {key: item for key, item in vars(model).items() if key != "callback"}
+def state_of(model, name):
+    """The fingerprint of ``model``'s whole state, its callback aside.
+
+    With lambda on the workers, the fit's own state is on them while it
+    runs: there the fingerprint of what the model shows instead, lambda's
+    values, the counters, the records and the random state.
+    """
+    if name == ON_WORKERS:
+        state = {
+            "lambda": model._natural,
+            "counters": [model.n_batch_iter_, model.n_samples_seen_, model.n_iter_],
+            "records": [model.step_size_history_, model.evaluation_history_],
+            "random_state": model.random_state_,
+        }
+    else:
+        state = {key: item for key, item in vars(model).items() if key != "callback"}
     return fingerprint(state).hexdigest()
 
 
@@ -92,26 +125,50 @@ def data_for(name):
         rng = np.random.RandomState(0)
         ratings = rng.normal(size=(2100, 5)) @ rng.normal(size=(5, 300)) + 3.0
         return sp.csr_matrix(np.where(rng.rand(2100, 300) < 0.05, ratings, 0.0))
-    return load_counts("NewsArticles")[0][:2100]
+    X = load_counts("NewsArticles")[0][:2100]
+    if name == ON_WORKERS:
+        import dask.array as da
+
+        return da.from_array(X, chunks=(500, X.shape[1]), asarray=False)
+    return X
 
 
-def states_after_each_update(model, X):
+def states_after_each_update(model, X, name):
     """The fingerprints of ``model`` before and after each update of
     ``partial_fit(X)``, and the model at the end."""
-    states = [state_of(model)]
-    model.set_params(callback=lambda fitted, progress: states.append(state_of(fitted)))
+    states = [state_of(model, name)]
+
+    def record(fitted, progress):
+        states.append(state_of(fitted, name))
+
+    model.set_params(callback=record)
     model.partial_fit(X)
     model.set_params(callback=None)
     return states, model
 
 
+def same_model(model, end, name):
+    """Whether a continued fit ended as the uninterrupted one: bit for bit,
+    or, with lambda on the workers, where the continued stream's row blocks
+    group the parts' sums otherwise, to rounding."""
+    if name != ON_WORKERS:
+        return state_of(model, name) == state_of(end, name)
+    return np.allclose(model.components_, end.components_, rtol=1e-9, atol=0)
+
+
 def interrupted_fits(name, n_fits, rng):
     """Counts of the interrupted, torn and differently continued fits."""
+    import dask
+
+    with dask.config.set({"sklearn-svi.partition-model": name == ON_WORKERS}):
+        return _interrupted_fits(name, n_fits, rng)
+
+
+def _interrupted_fits(name, n_fits, rng):
     X = data_for(name)
     start = ESTIMATORS[name]().partial_fit(X[:BATCH])
     rest = X[BATCH:]
-    whole_states, finished = states_after_each_update(copy.deepcopy(start), rest)
-    end = state_of(finished)
+    whole_states, end = states_after_each_update(copy.deepcopy(start), rest, name)
     started = time.perf_counter()
     copy.deepcopy(start).partial_fit(rest)
     duration = time.perf_counter() - started
@@ -137,11 +194,11 @@ def interrupted_fits(name, n_fits, rng):
         if completed * BATCH >= rest.shape[0]:
             continue  # the signal came after the last update
         n_interrupted += 1
-        if state_of(model) != whole_states[completed]:
+        if state_of(model, name) != whole_states[completed]:
             n_torn += 1
             continue
         model.partial_fit(rest[completed * BATCH :])
-        n_not_resumed += state_of(model) != end
+        n_not_resumed += not same_model(model, end, name)
     return n_interrupted, n_torn, n_not_resumed
 
 
@@ -152,10 +209,12 @@ def main():
     args = parser.parse_args()
     rng = np.random.RandomState(args.seed)
     rows = []
-    for name in ESTIMATORS:
-        started = time.perf_counter()
-        counts = interrupted_fits(name, args.fits, rng)
-        rows.append([name, *map(str, counts), f"{time.perf_counter() - started:.0f}"])
+    with on_a_local_cluster():
+        for name in ESTIMATORS:
+            started = time.perf_counter()
+            counts = interrupted_fits(name, args.fits, rng)
+            seconds = f"{time.perf_counter() - started:.0f}"
+            rows.append([name, *map(str, counts), seconds])
     print(simple_table(["estimator", "interrupted", "torn", "differed", "s"], rows))
 
 
