@@ -1,4 +1,5 @@
 import os
+import signal
 
 # scikit-learn's check that array API dispatch leaves NumPy results unchanged
 # runs only when SciPy's array API support is on, which must be set before
@@ -35,3 +36,12 @@ def svi_params():
         learning_decay=0.6,
         random_state=0,
     )
+
+
+@pytest.fixture
+def python_sigint_handler():
+    """Python's own SIGINT handler for the test, whatever an earlier test of
+    the session (a library it started) installed; put back afterwards."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)

@@ -10,6 +10,8 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+import time
 import tracemalloc
 
 import numpy as np
@@ -946,6 +948,54 @@ def test_a_non_finite_update_is_undone_on_every_block(client, documents):
     assert_array_equal(model.components_, before)
     assert model._natural_store.scale == scale
     assert model.n_batch_iter_ == 5
+
+
+def test_a_real_ctrl_c_leaves_the_blocks_as_after_the_last_update(client, documents):
+    """SIGINT at random moments of a fit whose workers hold lambda: the model
+    is the one after its last whole update, its blocks undone on every
+    worker, and it continues to the uninterrupted fit (to rounding: the rest
+    of the stream is cut into other row blocks)."""
+    batch = 128
+    X = row_blocks(documents, 500)
+    with dask.config.set(PARTITIONED):
+        start = lda(SmoothedLDA, {}).partial_fit(X[:batch])
+        rest = X[batch:]
+        after_updates = [start.components_.copy()]
+        uninterrupted = copy.deepcopy(start).set_params(
+            callback=lambda model, progress: after_updates.append(
+                model.components_.copy()
+            )
+        )
+        began = time.perf_counter()
+        uninterrupted.partial_fit(rest)
+        duration = time.perf_counter() - began
+        rng = np.random.RandomState(0)
+        n_resumed = 0
+        for delay in rng.uniform(0.05, 0.95, size=40) * duration:
+            if n_resumed == 5:
+                break
+            model = copy.deepcopy(start)
+            timer = threading.Timer(delay, signal.raise_signal, (signal.SIGINT,))
+            try:
+                try:
+                    timer.start()
+                    model.partial_fit(rest)
+                finally:
+                    timer.join()
+                    time.sleep(0.05)
+            except KeyboardInterrupt:
+                pass
+            completed = model.n_batch_iter_ - start.n_batch_iter_
+            if completed * batch >= rest.shape[0]:
+                continue
+            assert isinstance(model._natural_store, LocalStore)
+            assert_array_equal(model.components_, after_updates[completed])
+            model.partial_fit(rest[completed * batch :])
+            assert_allclose(
+                model.components_, uninterrupted.components_, rtol=1e-9, atol=0
+            )
+            n_resumed += 1
+    assert n_resumed == 5
 
 
 @pytest.mark.parametrize(

@@ -273,15 +273,6 @@ def test_an_interrupt_in_any_row_block_of_the_update_is_undone(
     assert n_blocks >= 3 if function == "step_toward_target" else n_blocks >= n_jobs
 
 
-@pytest.fixture
-def python_sigint_handler():
-    """Python's own SIGINT handler for the test, whatever an earlier test of
-    the session (a library it started) installed; put back afterwards."""
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    yield
-    signal.signal(signal.SIGINT, previous)
-
-
 def test_ctrl_c_during_the_rollback_is_delivered_after_it(python_sigint_handler):
     received = []
     with pytest.raises(KeyboardInterrupt):
