@@ -116,8 +116,8 @@ class StoredRows:
         """rows[total.rows] += factor total.block, in place: the sums over
         the rows of what was added, in float64, and whether every new value
         is finite."""
-        self._undo.record_rows(self.array, total.rows)
-        return add_to_rows(self.array, total.rows, total.block, factor)
+        saved, done = self._undo.staged_rows(self.array, total.rows)
+        return add_to_rows(self.array, total.rows, total.block, factor, saved, done)
 
     def step_toward(self, target, rho):
         """rows <- (1 - rho) rows + rho lambda^ with lambda^ the

@@ -119,7 +119,29 @@ class UndoLog:
         values = array[rows]
         if np.may_share_memory(values, array):  # a view, not a copy
             values = values.copy()
-        self._entries.append((array, rows, values))
+        self._entries.append((array, rows, values, None))
+
+    def staged_rows(self, array, rows):
+        """A record of ``array[rows]`` that a compiled write fills itself.
+
+        For a write that copies the old rows as it writes them, in one call
+        that does not return to the interpreter before it is done: the
+        record is kept now, before the call, and holds the old values once
+        the call sets its mark; until then nothing was written, and a
+        rollback leaves the rows as they are.
+
+        Returns
+        -------
+        saved : ndarray of shape (len(rows), array.shape[1])
+            Where the write copies the old rows.
+        done : ndarray of shape (1,)
+            The mark that the write sets to 1 when it is complete.
+        """
+        saved = np.empty((len(rows), array.shape[1]), dtype=array.dtype)
+        done = np.zeros(1, dtype=np.intp)
+        if self._entries is not None:
+            self._entries.append((array, rows, saved, done))
+        return saved, done
 
     def commit(self):
         """Keep the writes: forget the old values and stop recording."""
@@ -127,8 +149,9 @@ class UndoLog:
 
     def rollback(self):
         """Put back the recorded rows, newest first, and stop recording."""
-        for array, rows, values in reversed(self._entries or ()):
-            array[rows] = values
+        for array, rows, values, done in reversed(self._entries or ()):
+            if done is None or done[0]:
+                array[rows] = values
         self._entries = None
 
     def __getstate__(self):

@@ -435,12 +435,19 @@ def add_to_rows(
     const Py_ssize_t[::1] rows,
     const floating[:, ::1] block,
     double factor,
+    floating[:, ::1] saved,
+    Py_ssize_t[::1] done,
 ):
-    """stored[rows] += factor block, in place.
+    """stored[rows] += factor block, in place, keeping the old rows.
 
-    The scaled update of :class:`~sklearn_svi._update_state.ScaledRows`:
-    with ``factor`` = rho scale / c_t and ``block`` the window's total, it
-    adds rho (lambda^ - eta) / c_t to the rows listed.
+    The scaled update of :class:`~sklearn_svi._store.ScaledStore`: with
+    ``factor`` = rho scale / c_t and ``block`` the window's total, it adds
+    rho (lambda^ - eta) / c_t to the rows listed. The old rows go to
+    ``saved``, an undo record made before the call
+    (:meth:`~sklearn_svi._transaction.UndoLog.staged_rows`), and ``done``
+    is set once they are all there: the loop runs without returning to the
+    interpreter, so no Ctrl-C is handled between its first write and that
+    mark.
 
     Parameters
     ----------
@@ -452,6 +459,10 @@ def add_to_rows(
         The values added to them, before ``factor``.
     factor : float
         The factor of ``block``.
+    saved : ndarray of shape (n_rows, n_components)
+        Output: the rows as they were.
+    done : ndarray of shape (1,)
+        Output: set to 1 when the rows are written and saved.
 
     Returns
     -------
@@ -472,8 +483,10 @@ def add_to_rows(
         for j in range(rows.shape[0]):
             i = rows[j]
             for k in range(n_components):
+                saved[j, k] = stored[i, k]
                 increment = f * block[j, k]
                 stored[i, k] = stored[i, k] + increment
                 sums[k] += increment
                 probe += stored[i, k] - stored[i, k]
+        done[0] = 1
     return added, probe == 0.0
