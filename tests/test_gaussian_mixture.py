@@ -1,6 +1,7 @@
 """SVIGaussianMixture: batch equivalence, mechanisms, conventions, errors."""
 
 import pickle
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -68,9 +69,12 @@ def test_batch_mode_is_bayesian_gaussian_mixture(iris, covariance_type, weight_p
         random_state=0,
     )
     reference = BayesianGaussianMixture(**common).fit(iris)
-    ours = SVIGaussianMixture(batch_size=len(iris), learning_rate=1.0, **common).fit(
-        iris
-    )
+    # The same rule: our tol applies to the bound per sample.
+    ours = SVIGaussianMixture(
+        batch_size=len(iris),
+        learning_rate=1.0,
+        **{**common, "tol": common["tol"] / len(iris)},
+    ).fit(iris)
     assert ours.converged_ and reference.converged_
     assert ours.n_iter_ == reference.n_iter_
     reference_bound = float(np.ravel(reference.lower_bound_)[0])
@@ -91,6 +95,23 @@ def test_batch_mode_is_bayesian_gaussian_mixture(iris, covariance_type, weight_p
     )
     assert_allclose(ours.score_samples(iris), reference.score_samples(iris), atol=1e-10)
     assert_array_equal(ours.predict(iris), reference.predict(iris))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_easy_data_converge_without_a_warning_to_the_batch_fit(seed):
+    """Three blobs of 1,000 points: minibatch noise moves the bound over
+    3,000 samples by more than ``tol`` every pass, but not the bound per
+    sample, which settles within a few passes at the batch fit's score."""
+    X = make_blobs(n_samples=3000, centers=3, random_state=0)[0]
+    reference = BayesianGaussianMixture(n_components=3, random_state=seed).fit(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        ours = SVIGaussianMixture(n_components=3, random_state=seed).fit(X)
+    assert ours.converged_
+    assert ours.n_iter_ < ours.max_iter
+    change = abs(ours.lower_bounds_[-1] - ours.lower_bounds_[-2])
+    assert ours.tol * len(X) > change > ours.tol
+    assert ours.score(X) == pytest.approx(reference.score(X), abs=0.01)
 
 
 def test_batch_mode_raises_the_lower_bound_every_pass(iris):

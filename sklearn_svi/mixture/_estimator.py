@@ -52,8 +52,11 @@ class SVIGaussianMixture(
     covariance_type : {{"full", "tied", "diag", "spherical"}}, default="full"
         The form of the covariances, as in BayesianGaussianMixture.
     tol : float, default=1e-3
-        ``fit`` stops when the lower bound changes by less than ``tol``
-        between two passes.
+        ``fit`` stops when the lower bound per sample (``lower_bound_``
+        divided by the number of samples) changes by less than ``tol``
+        between two passes: the average gain, as scikit-learn's mixtures
+        document it. BayesianGaussianMixture compares the bound itself;
+        its ``tol`` is ``tol / n_samples`` here.
     reg_covar : float, default=1e-6
         Added to the diagonal of each sample's contribution to the scale
         statistics, which keeps the covariances positive definite.
@@ -133,8 +136,8 @@ degrees_of_freedom_prior_, covariance_prior_
     lower_bounds_ : list of float
         The lower bound after each pass.
     converged_ : bool
-        Whether ``fit`` stopped because the lower bound changed by less than
-        ``tol``.
+        Whether ``fit`` stopped because the lower bound per sample changed by
+        less than ``tol``.
     n_iter_ : int
         Number of passes made.
     n_batch_iter_ : int
@@ -177,8 +180,10 @@ degrees_of_freedom_prior_, covariance_prior_
     >>> from sklearn_svi import SVIGaussianMixture
     >>> rng = np.random.RandomState(0)
     >>> X = np.vstack([rng.normal(-4, 1, (500, 2)), rng.normal(4, 1, (500, 2))])
+    >>> # A tolerance below the default lets the prior empty the unneeded
+    >>> # components before fit stops.
     >>> gmm = SVIGaussianMixture(n_components=5, batch_size=100, learning_rate=0.3,
-    ...                          max_iter=30, random_state=0).fit(X)
+    ...                          max_iter=30, tol=1e-4, random_state=0).fit(X)
     >>> int(np.sum(gmm.weights_ > 0.05))
     2
     >>> gmm.predict([[-4.0, -4.0], [4.0, 4.0]]).tolist()

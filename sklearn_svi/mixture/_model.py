@@ -425,8 +425,17 @@ class _OnlineGaussianMixture(DensityMixin, OnlineUpdateMixin, BaseEstimator):
         self.lower_bounds_ = [*self.lower_bounds_, self.lower_bound_]
 
     def _fit_converged(self):
+        """Whether the lower bound per sample changed by less than ``tol``
+        over the last pass.
+
+        The average gain that BayesianGaussianMixture's documentation
+        names: the bound over N samples moves after a pass of minibatch
+        updates by their noise, about N times a per-sample amount, which a
+        fixed tolerance on the bound itself would wait for in vain.
+        """
         bounds = self.lower_bounds_
-        return len(bounds) >= 2 and abs(bounds[-1] - bounds[-2]) < self.tol
+        n_samples = self._update_state.fit_position["n_samples"]
+        return len(bounds) >= 2 and abs(bounds[-1] - bounds[-2]) < self.tol * n_samples
 
     def _after_fit(self, converged, stopped):
         self.converged_ = converged
