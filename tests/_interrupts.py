@@ -21,6 +21,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from contextlib import contextmanager
 
 import sklearn
@@ -75,3 +76,23 @@ def interrupted_at(moment):
     finally:
         sys.settrace(previous)
         sklearn.set_config(**config)
+
+
+def interrupted_by_a_signal(delay, function, *arguments):
+    """Call ``function(*arguments)`` while a timer thread sends this process
+    a real SIGINT after ``delay`` seconds; whether Ctrl-C ended the call.
+
+    The handler runs in the main thread at the latest while this waits for
+    the timer; a signal that comes after the call interrupts nothing.
+    """
+    timer = threading.Timer(delay, signal.raise_signal, (signal.SIGINT,))
+    try:
+        try:
+            timer.start()
+            function(*arguments)
+        finally:
+            timer.join()
+            time.sleep(0.05)
+    except KeyboardInterrupt:
+        return True
+    return False

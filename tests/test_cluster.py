@@ -10,13 +10,13 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 import tracemalloc
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _interrupts import interrupted_by_a_signal
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
@@ -975,16 +975,7 @@ def test_a_real_ctrl_c_leaves_the_blocks_as_after_the_last_update(client, docume
             if n_resumed == 5:
                 break
             model = copy.deepcopy(start)
-            timer = threading.Timer(delay, signal.raise_signal, (signal.SIGINT,))
-            try:
-                try:
-                    timer.start()
-                    model.partial_fit(rest)
-                finally:
-                    timer.join()
-                    time.sleep(0.05)
-            except KeyboardInterrupt:
-                pass
+            interrupted_by_a_signal(delay, model.partial_fit, rest)
             completed = model.n_batch_iter_ - start.n_batch_iter_
             if completed * batch >= rest.shape[0]:
                 continue

@@ -4,13 +4,12 @@ its last completed minibatch and continues exactly like an uninterrupted run."""
 import copy
 import itertools
 import signal
-import threading
 import time
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from _interrupts import InjectedInterrupt, interrupted_at
+from _interrupts import InjectedInterrupt, interrupted_at, interrupted_by_a_signal
 
 from sklearn_svi import (
     AnnealedLDA,
@@ -316,17 +315,7 @@ def test_a_real_ctrl_c_at_a_random_moment_is_survived(name, python_sigint_handle
         if n_resumed == 10:
             break
         model = copy.deepcopy(fitted)
-        timer = threading.Timer(delay, signal.raise_signal, args=(signal.SIGINT,))
-        timer.start()
-        try:
-            try:
-                model.partial_fit(rest)
-            finally:
-                timer.join()
-                # The handler runs in the main thread, at the latest here.
-                time.sleep(0.05)
-        except KeyboardInterrupt:
-            pass
+        interrupted_by_a_signal(delay, model.partial_fit, rest)
         n_resumed += bool(resumed_after_interrupt(fitted, rest, model, uninterrupted))
     assert n_resumed >= 10
 
