@@ -160,4 +160,10 @@ class FilterRows:
     def __getstate__(self):
         # The spare array and the records of a transaction hold no
         # information.
-        return {**vars(self), "_spare_mean": None, "_saved": None}
+        state = {**vars(self), "_spare_mean": None, "_saved": None}
+        del state["_undo"]
+        return state
+
+    def __setstate__(self, state):
+        vars(self).update(state)
+        self._undo = UndoLog()

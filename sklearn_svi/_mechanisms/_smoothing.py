@@ -254,6 +254,17 @@ class SmoothingWindow:
         self.queue = self._saved_queue
         self._saved_queue = None
 
+    def __getstate__(self):
+        # The records of a transaction hold no information.
+        state = dict(vars(self))
+        del state["_undo"]
+        state["_saved_queue"] = None
+        return state
+
+    def __setstate__(self, state):
+        vars(self).update(state)
+        self._undo = UndoLog()
+
     @property
     def negatively_weighted(self):
         """Whether a statistic in the window had a negative annealing weight."""
