@@ -207,15 +207,28 @@ class Scaling:
         self.prior_totals = None
         self.excess_totals = None
 
-    def start(self, prior, totals):
-        """Begin scaling at c = 1 from lambda whose row sums are ``totals``
-        and whose prior is ``prior``."""
-        self.prior = prior
+    @classmethod
+    def started(cls, prior, totals):
+        """The scaling at c = 1 of lambda whose row sums are ``totals`` and
+        whose prior is ``prior``."""
+        scaling = cls()
+        scaling.prior = prior
         # One column for a prior of each row, one per component otherwise.
-        self.prior_totals = np.broadcast_to(
+        scaling.prior_totals = np.broadcast_to(
             prior.sum(axis=0, dtype=np.float64), np.shape(totals)
         )
-        self.excess_totals = np.asarray(totals, dtype=np.float64) - self.prior_totals
+        scaling.excess_totals = (
+            np.asarray(totals, dtype=np.float64) - scaling.prior_totals
+        )
+        return scaling
+
+    def moved(self, scale, added):
+        """A new scaling: c = ``scale``, and the sums of stored - eta grown
+        by ``added``."""
+        moved = Scaling()
+        moved.prior, moved.prior_totals = self.prior, self.prior_totals
+        moved.scale, moved.excess_totals = scale, self.excess_totals + added
+        return moved
 
     def totals(self):
         """The sums of lambda over its rows, in float64, while c < 1."""
@@ -355,13 +368,10 @@ class ScaledStore:
             self.settle()
         scaling = self.scaling
         if scaling.scale == 1.0:
-            scaling = Scaling()
-            scaling.start(prior, self._stored_totals())
+            scaling = Scaling.started(prior, self._stored_totals())
         scale = scaling.scale * (1.0 - rho)
         added, finite = self._add(total, rho * total_scale / scale)
-        rescaled = Scaling()
-        rescaled.prior, rescaled.prior_totals = scaling.prior, scaling.prior_totals
-        rescaled.scale, rescaled.excess_totals = scale, scaling.excess_totals + added
+        rescaled = scaling.moved(scale, added)
         totals = rescaled.totals()
         if not (finite and np.all(np.isfinite(totals))):
             raise non_finite_update(self.dtype)
