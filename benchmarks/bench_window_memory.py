@@ -60,7 +60,7 @@ def measure(X, L):
     window = model._update_state.window
     n_stored = window.count
     dense_bytes = n_stored * model.components_.size * model.components_.itemsize
-    mean_words = np.mean([statistic.rows.size for statistic in window.queue])
+    mean_words = np.mean([statistic.rows.size for statistic in window.rows.queue])
     return window.nbytes, dense_bytes, n_stored, mean_words
 
 

@@ -204,7 +204,7 @@ class OnlineUpdateMixin(OnlineModel, OnlineParameters, UpdateRecords, VersionedS
             self._scales_rows
             and not target.negatively_weighted
             and rho < 1.0
-            and not target.total.lists_all(len(self._natural_store))
+            and not target.lists_all(len(self._natural_store))
         )
 
     def _compiled_prior(self):

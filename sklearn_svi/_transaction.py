@@ -88,6 +88,73 @@ def transaction(model, parts=()):
         raise
 
 
+class RebindingPart:
+    """A part of a transaction whose attributes change by assignment.
+
+    :meth:`begin` keeps the attributes' values and :meth:`rollback` binds
+    them again; the parts it holds (:meth:`_held_parts`, such as its
+    :class:`UndoLog` of the arrays it writes in place) begin, commit and
+    roll back with it, first.
+    """
+
+    _saved = None
+
+    def _held_parts(self):
+        """The parts that take part in its transactions."""
+        return ()
+
+    def begin(self):
+        """Keep the attributes, for :meth:`rollback`."""
+        for part in self._held_parts():
+            part.begin()
+        self._saved = {
+            name: value for name, value in vars(self).items() if name != "_saved"
+        }
+
+    def commit(self):
+        """Keep the changes since :meth:`begin`."""
+        for part in self._held_parts():
+            part.commit()
+        self._saved = None
+        self._kept()
+
+    def _kept(self):
+        """What follows a commit: let go of what no later change reads."""
+
+    def rollback(self):
+        """Return to the state kept by :meth:`begin`."""
+        for part in self._held_parts():
+            part.rollback()
+        if self._saved is not None:
+            vars(self).update(self._saved)
+        self._saved = None
+
+    def __getstate__(self):
+        # A saved part is between transactions.
+        return {**vars(self), "_saved": None}
+
+
+class LoggedPart(RebindingPart):
+    """A :class:`RebindingPart` that also writes arrays in place, each write
+    recorded before it happens in its :class:`UndoLog`, ``_undo``."""
+
+    def __init__(self):
+        self._undo = UndoLog()
+
+    def _held_parts(self):
+        return (self._undo,)
+
+    def __getstate__(self):
+        # The records of a transaction hold no information.
+        state = super().__getstate__()
+        del state["_undo"]
+        return state
+
+    def __setstate__(self, state):
+        vars(self).update(state)
+        self._undo = UndoLog()
+
+
 class UndoLog:
     """The old values of the rows that a transaction writes in place.
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ._mechanisms import RowState
 from ._permutation import KeyedPermutation
 
 # Most step sizes kept in the step size record.
@@ -156,6 +157,15 @@ class UpdateState:
 
     def _parts(self):
         return [part for part in (self.window, self.step_size) if part is not None]
+
+    def row_keepers(self):
+        """The mechanisms that keep a state of each row of lambda, in their
+        ``rows`` (a :class:`~sklearn_svi._mechanisms.RowState`)."""
+        return [
+            part
+            for part in self._parts()
+            if isinstance(getattr(part, "rows", None), RowState)
+        ]
 
     def _lists(self):
         return [

@@ -32,9 +32,10 @@ from sklearn_svi import (
     SVIMatrixFactorization,
 )
 from sklearn_svi._dask._blocks import ModelShard, RowShards
+from sklearn_svi._dask._handles import HeldStatistic, HeldValue
 from sklearn_svi._dask._rows import ClusterRows
 from sklearn_svi._datasets import load_python_docstrings, make_lda_corpus
-from sklearn_svi._mechanisms import SmoothingWindow
+from sklearn_svi._mechanisms import WindowRows
 from sklearn_svi._sources import InMemoryRows
 from sklearn_svi._store import LocalStore
 
@@ -846,8 +847,10 @@ def test_lambda_held_by_the_workers_gives_the_fit_of_one_machine(
         assert held.n_projected_ == alone.n_projected_
     window, held_window = alone._update_state.window, held._update_state.window
     assert type(held_window) is type(window)
-    assert len(held_window.queue) == len(window.queue)
-    for statistic, held_statistic in zip(window.queue, held_window.queue):
+    assert type(held_window.rows) is type(window.rows)
+    assert held_window.negative_weights == window.negative_weights
+    assert len(held_window.rows.queue) == len(window.rows.queue)
+    for statistic, held_statistic in zip(window.rows.queue, held_window.rows.queue):
         assert_array_equal(held_statistic.rows, statistic.rows)
         assert_allclose(held_statistic.block, statistic.block, rtol=1e-10)
 
@@ -1010,7 +1013,10 @@ def test_a_held_fit_continues_from_its_checkpoint(
             lda(estimator, settings, callback=stopping).fit(blocks)
         resumed = joblib.load(path)
         assert isinstance(resumed._natural_store, LocalStore)
-        assert type(resumed._update_state.window) is SmoothingWindow
+        state = resumed._update_state
+        assert [type(keeper.rows) for keeper in state.row_keepers()] == [
+            type(keeper.rows) for keeper in uninterrupted._update_state.row_keepers()
+        ]
         assert resumed.n_batch_iter_ == 15
         resumed.set_params(warm_start=True).fit(blocks)
     assert resumed.n_batch_iter_ == uninterrupted.n_batch_iter_
@@ -1023,16 +1029,17 @@ def test_a_held_fit_continues_from_its_checkpoint(
 
 def test_a_shard_adds_its_pieces_in_the_order_of_the_parts():
     stored = np.arange(12.0).reshape(6, 2)
-    window = SmoothingWindow(1, stored.shape, stored.dtype)
+    window = WindowRows(1, stored.shape, stored.dtype)
     shard = ModelShard(6, 2, stored.dtype, 10)
     shard.write_columns(1, stored[:, 1:])
     shard.write_columns(0, stored[:, :1])
-    shard.hold(np.full((6, 1), 0.5), window, None)
+    shard.hold(np.full((6, 1), 0.5), [window])
+    total = HeldValue(0, WindowRows.total)
     shard.receive(1, 7, 1, np.array([11, 14]), np.array([[1.0, 1.0], [2.0, 2.0]]))
     shard.receive(1, 7, 0, np.array([14]), np.array([[4.0, 8.0]]))
-    shard.push(1, 7, False)
-    assert_array_equal(window.sum.rows, [1, 4])
-    added, finite = shard.add(1, 0.5)
+    shard.call(1, 0, WindowRows.push, (HeldStatistic(7),))
+    assert_array_equal(window.total().rows, [1, 4])
+    added, finite = shard.add(1, total, 0.5)
     assert finite
     expected = stored.copy()
     expected[1] += 0.5
@@ -1045,17 +1052,17 @@ def test_a_shard_adds_its_pieces_in_the_order_of_the_parts():
     # what change 1 did.
     shard.undo(1)
     assert_array_equal(shard.stored(), stored)
-    assert window.count == 0
+    assert len(window.queue) == 0
     shard.receive(2, 8, 0, np.array([11]), np.array([[2.0, 2.0]]))
-    shard.push(2, 8, False)
-    shard.add(2, 1.0)
+    shard.call(2, 0, WindowRows.push, (HeldStatistic(8),))
+    shard.add(2, total, 1.0)
     shard.undo(1)
     assert_array_equal(shard.stored()[1], stored[1] + 2.0)
     # Kept, change 2 can no longer be undone, and the window of one
     # statistic has let it go.
-    assert window.count == 1
+    assert len(window.queue) == 1
     shard.keep(3)
-    assert window.count == 0
+    assert len(window.queue) == 0
     shard.undo(2)
     assert_array_equal(shard.stored()[1], stored[1] + 2.0)
 

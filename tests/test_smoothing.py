@@ -121,7 +121,7 @@ def test_window_mean_property(length, n_statistics, n_params, seed):
     assert_allclose(
         window_mean(window, (n_params, 2)), np.mean(kept, axis=0), atol=1e-12
     )
-    stored_rows = sum(statistic.rows.size for statistic in window.queue)
+    stored_rows = sum(statistic.rows.size for statistic in window.rows.queue)
     assert window.nbytes == stored_rows * (2 * 8 + 8)
 
 

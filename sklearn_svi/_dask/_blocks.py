@@ -1,25 +1,21 @@
 """lambda's blocks of rows on the workers: ``ModelShard``, the rows of one
-block with their window and filter rows (a Dask actor), and ``RowShards``,
-lambda's store made of the blocks (:mod:`sklearn_svi._store`)."""
+block with the mechanisms' states of them (a Dask actor), and
+``RowShards``, lambda's store made of the blocks
+(:mod:`sklearn_svi._store`)."""
 
 import contextlib
 
 import numpy as np
 
-from .._mechanisms import (
-    FilterRows,
-    NoisyOptimum,
-    SmoothingWindow,
-    SparseStatistic,
-    added_statistics,
-)
+from .._mechanisms import NoisyOptimum, SparseStatistic, added_statistics
 from .._store import LocalStore, ScaledStore, Scaling, StoredRows
+from ._handles import HeldValue, OptimumOnBlocks, StoredRowsOnBlocks
 
 
 class ModelShard:
     """Rows ``start`` to ``start + n_rows`` of lambda's stored array (their
-    :class:`~sklearn_svi._store.StoredRows`), of the smoothing window and of
-    the filter's state, held by one worker (a Dask actor).
+    :class:`~sklearn_svi._store.StoredRows`) and of the mechanisms' row
+    states, held by one worker (a Dask actor).
 
     It starts with the stored rows' columns written batch by batch
     (:meth:`write_columns`); :meth:`hold` gives it the rest before the
@@ -44,27 +40,25 @@ class ModelShard:
         self.rows = StoredRows(np.empty((n_rows, n_components), dtype=dtype))
         self.start = start
         self.prior = None
-        self.window = None
-        self.filter_rows = None
+        self.states = []
         self._change = None
         # The pieces of each update's statistic, by its number and then by
-        # the part's index.
+        # the part's index; the statistics added up from them.
         self._pieces = {}
-        # The rows that the filter visited last.
-        self._observed = None
+        self._statistics = {}
 
     def write_columns(self, first, block):
         """The stored rows' columns ``first`` to ``first + block.shape[1] - 1``."""
         self.rows.array[:, first : first + block.shape[1]] = block
 
-    def hold(self, prior, window, filter_rows):
+    def hold(self, prior, states):
         """Take eta on the rows, in the form the compiled passes read (of
-        shape (n_rows, 1) or (n_rows, n_components)), their smoothing window
-        (its indices counted from ``start``) and a filter's state of them
-        (None for a schedule)."""
+        shape (n_rows, 1) or (n_rows, n_components)), and the mechanisms'
+        states of the rows (each a
+        :class:`~sklearn_svi._mechanisms.RowState`, its indices counted
+        from ``start``), in their slots."""
         self.prior = prior
-        self.window = window
-        self.filter_rows = filter_rows
+        self.states = list(states)
 
     def rows_of(self, rows, scale):
         """lambda on ``rows`` (indices in lambda): eta + c (stored - eta)."""
@@ -77,54 +71,48 @@ class ModelShard:
         piece = SparseStatistic(rows - self.start, block)
         self._pieces.setdefault(draw, {})[index] = piece
 
-    def _statistic(self, draw, negatively_weighted=False):
+    def statistic(self, draw, negatively_weighted=False):
         """Update ``draw``'s statistic on these rows, its pieces added in
-        the order of the parts, and forgotten."""
-        pieces = self._pieces.pop(draw, {})
-        array = self.rows.array
-        total = added_statistics(
-            [pieces[index] for index in sorted(pieces)], array.shape[1], array.dtype
-        )
-        return SparseStatistic(total.rows, total.block, None, negatively_weighted)
+        the order of the parts; kept until the change ends."""
+        if draw not in self._statistics:
+            pieces = self._pieces.pop(draw, {})
+            array = self.rows.array
+            total = added_statistics(
+                [pieces[index] for index in sorted(pieces)],
+                array.shape[1],
+                array.dtype,
+            )
+            self._statistics[draw] = SparseStatistic(
+                total.rows, total.block, None, negatively_weighted
+            )
+        return self._statistics[draw]
 
-    def push(self, change, draw, negatively_weighted):
-        """Push update ``draw``'s statistic into the window."""
-        self._begin(change)
-        self.window.push(self._statistic(draw, negatively_weighted))
-
-    def observe(self, change, draw, total_scale, *arguments):
-        """The filter's pass over these rows (:meth:`FilterRows.observe`,
-        whose ``arguments`` follow lambda) toward eta + ``total_scale``
-        times the window's total, or, for a ``draw``, that update's pieces;
-        its sums."""
-        self._begin(change)
-        total = self.window.sum if draw is None else self._statistic(draw)
-        self._observed = total
-        return self.filter_rows.observe(
-            NoisyOptimum(total, total_scale, self.prior), self.rows.array, *arguments
+    def received(self, arguments):
+        """The ``arguments`` of a call on these rows: each handle of the
+        client (``on_block``) replaced by its value here."""
+        return tuple(
+            argument.on_block(self) if hasattr(argument, "on_block") else argument
+            for argument in arguments
         )
 
-    def restart_clock(self, change):
-        """The filter's clock restarts on every row (:meth:`FilterRows.restart`)."""
+    def call(self, change, slot, function, arguments):
+        """``function`` (one of the ``row_calls`` of the state in ``slot``)
+        on these rows of the state."""
         self._begin(change)
-        self.filter_rows.restart(self.prior)
+        return function(self.states[slot], *self.received(arguments))
 
-    def advance_clock(self, change, clock_decay, clock_offset):
-        """The rows the filter visited last take the clock's D and F."""
-        self._begin(change)
-        self.filter_rows.advance(self._observed, clock_decay, clock_offset)
-
-    def add(self, change, factor):
-        """stored += factor (the window's total) on the total's rows
+    def add(self, change, total, factor):
+        """stored += factor total on the total's rows
         (:meth:`StoredRows.add`)."""
         self._begin(change)
-        return self.rows.add(self.window.sum, factor)
+        (total,) = self.received((total,))
+        return self.rows.add(total, factor)
 
-    def step_toward(self, change, total_scale, rho):
-        """stored <- (1 - rho) stored + rho (eta + ``total_scale`` total)
-        on every row (:meth:`StoredRows.step_toward`)."""
+    def step_toward(self, change, target, rho):
+        """stored <- (1 - rho) stored + rho lambda^ on every row
+        (:meth:`StoredRows.step_toward`)."""
         self._begin(change)
-        target = NoisyOptimum(self.window.sum, total_scale, self.prior)
+        (target,) = self.received((target,))
         return self.rows.step_toward(target, rho)
 
     def project(self, change, projection):
@@ -148,23 +136,18 @@ class ModelShard:
         for part in self._parts():
             part.rollback()
             part.begin()
-        self._pieces = {}
+        self._pieces, self._statistics = {}, {}
 
     def stored(self):
         """The block's rows of the stored array."""
         return self.rows.array
 
-    def held_window(self):
-        """The block's rows of the smoothing window."""
-        return self.window
-
-    def held_filter_rows(self):
-        """The block's rows of a filter's state, None for a schedule."""
-        return self.filter_rows
+    def held_state(self, slot):
+        """The block's rows of the state in ``slot``."""
+        return self.states[slot]
 
     def _parts(self):
-        parts = (self.rows, self.window, self.filter_rows)
-        return [part for part in parts if part is not None]
+        return [self.rows, *self.states]
 
     def keep(self, change):
         """Keep the changes before ``change``, which alters nothing."""
@@ -177,19 +160,19 @@ class ModelShard:
                 part.commit()
                 part.begin()
             self._change = change
-            self._pieces = {}
-            self._observed = None
+            self._pieces, self._statistics = {}, {}
 
 
 class RowShards(ScaledStore):
-    """lambda's store on a cluster: blocks of rows of the stored array, of
-    the smoothing window and of the filter's state, held by the workers.
+    """lambda's store on a cluster: blocks of rows of the stored array and
+    of the mechanisms' row states, held by the workers.
 
     The client keeps the scale of lambda = eta + c (stored - eta) and the
     sums over the rows (:class:`~sklearn_svi._store.ScaledStore`); each pass
     over the rows is a call to every block, which runs it on its
-    :class:`~sklearn_svi._store.StoredRows` and returns its sums, added in
-    the order of the rows. It takes part in the model's transactions: each
+    :class:`~sklearn_svi._store.StoredRows` or on its rows of a mechanism's
+    state (:meth:`call_rows`) and returns its sums, added in the order of
+    the rows. It takes part in the model's transactions: each
     is a change of the blocks, which a rollback undoes on every block.
     Pickled, it is the handle of the blocks, without the client's scale;
     :meth:`gathered` is the store a saved model holds.
@@ -261,18 +244,15 @@ class RowShards(ScaledStore):
         shards.scaling = store.scaling
         return shards
 
-    def hold(self, prior, window, filter_rows):
+    def hold(self, prior, states):
         """Give each block its rows of ``prior`` (eta, in the form of the
-        compiled passes), of the smoothing ``window`` and of a filter's
-        ``filter_rows`` (or None)."""
+        compiled passes) and of the mechanisms' row ``states`` (each a
+        :class:`~sklearn_svi._mechanisms.RowState`), in their order."""
         self._results(
             [
                 actor.hold(
                     np.ascontiguousarray(prior[start:stop]),
-                    window.rows_between(start, stop, self.shape[1]),
-                    None
-                    if filter_rows is None
-                    else filter_rows.rows_between(start, stop),
+                    [state.rows_between(start, stop) for state in states],
                 )
                 for actor, start, stop in self._blocks()
             ]
@@ -312,24 +292,11 @@ class RowShards(ScaledStore):
             stored[start:stop] = rows
         return stored
 
-    def window(self):
-        """The smoothing window of all the rows, gathered."""
-        windows = self._each_block(lambda actor: actor.held_window())
-        return SmoothingWindow.stacked(list(windows), self.bounds[:-1])
-
-    def filter_rows(self):
-        """A filter's state of all the rows, gathered; None for a schedule."""
-        rows = list(self._each_block(lambda actor: actor.held_filter_rows()))
-        return None if rows[0] is None else FilterRows.stacked(rows)
-
-    def contents(self):
-        """The store of this process with lambda's values, the smoothing
-        window and the filter's state of the rows (None for a schedule),
-        gathered. The window and the filter's state come first, so that
-        their blocks and their stacked copies are not all held beside
-        lambda."""
-        window, filter_rows = self.window(), self.filter_rows()
-        return self.gathered(), window, filter_rows
+    def held_rows(self, slot, kind):
+        """The state of the rows in ``slot`` on the blocks, an object of
+        class ``kind``, gathered one block after the other."""
+        parts = self._each_block(lambda actor: actor.held_state(slot))
+        return kind.stacked(list(parts), self.bounds[:-1])
 
     @property
     def stored(self):
@@ -368,15 +335,18 @@ class RowShards(ScaledStore):
         return _added(self._on_every_block(lambda actor: actor.totals()))
 
     def _add(self, total, factor):
-        # The blocks add their window's total, which ``total`` stands for.
-        results = self._on_every_block(lambda actor: actor.add(self.change, factor))
+        total = self._sent(total)
+        results = self._on_every_block(
+            lambda actor: actor.add(self.change, total, factor)
+        )
         added = _added([shard_added for shard_added, _ in results])
         return added, all(finite for _, finite in results)
 
     def _step_toward(self, target, rho):
+        target = self._sent(target)
         return _added(
             self._on_every_block(
-                lambda actor: actor.step_toward(self.change, target.scale, rho)
+                lambda actor: actor.step_toward(self.change, target, rho)
             )
         )
 
@@ -405,29 +375,35 @@ class RowShards(ScaledStore):
             ]
         )
 
-    def push(self, draw, negatively_weighted):
-        """Push update ``draw``'s statistic into every shard's window."""
-        self._on_every_block(
-            lambda actor: actor.push(self.change, draw, negatively_weighted)
+    def call_rows(self, slot, function, *arguments):
+        """``function``, one of the ``row_calls`` of the state in ``slot``,
+        on every block: None, or its sums over all rows."""
+        arguments = tuple(self._sent(argument) for argument in arguments)
+        results = self._on_every_block(
+            lambda actor: actor.call(self.change, slot, function, arguments)
+        )
+        return None if results[0] is None else _added(results)
+
+    def held_value(self, slot, function, *arguments):
+        """The handle of ``function``'s value, one of the ``row_values`` of
+        the state in ``slot``, which each block reads of its rows."""
+        return HeldValue(
+            slot, function, tuple(self._sent(argument) for argument in arguments)
         )
 
-    def observe(self, draw, total_scale, *arguments):
-        """The filter's pass on every shard (:meth:`ModelShard.observe`): its
-        sums over all rows."""
-        return _added(
-            self._on_every_block(
-                lambda actor: actor.observe(self.change, draw, total_scale, *arguments)
-            ),
-            size=6,
-        )
-
-    def restart_clock(self):
-        self._on_every_block(lambda actor: actor.restart_clock(self.change))
-
-    def advance_clock(self, clock_decay, clock_offset):
-        self._on_every_block(
-            lambda actor: actor.advance_clock(self.change, clock_decay, clock_offset)
-        )
+    def _sent(self, argument):
+        """An argument of a call on the blocks, as they receive it: the
+        store stands for each block's stored rows, and lambda^ leaves eta
+        behind, which each block holds of its rows."""
+        if argument is self:
+            return StoredRowsOnBlocks()
+        if isinstance(argument, NoisyOptimum):
+            return OptimumOnBlocks(
+                self._sent(argument.total),
+                argument.scale,
+                argument.negatively_weighted,
+            )
+        return argument
 
     def _results(self, actor_futures):
         """The calls' results, or a clear error after ``timeout`` seconds."""
@@ -447,8 +423,8 @@ class RowShards(ScaledStore):
 
     def keep(self):
         """The blocks keep every change so far, and let go of what they
-        saved to undo it and of the statistics that their windows no longer
-        need."""
+        saved to undo it and of the statistics that their mechanisms no
+        longer need."""
         self.change += 1
         self._on_every_block(lambda actor: actor.keep(self.change))
 
@@ -469,9 +445,9 @@ class RowShards(ScaledStore):
         self.futures = []
 
 
-def _added(sums, size=None):
+def _added(sums):
     """The arrays ``sums`` added in their order, in float64."""
-    total = np.zeros(len(sums[0]) if size is None else size)
+    total = np.zeros(len(sums[0]))
     # An overflow is refused by the caller, which checks the sums.
     with np.errstate(over="ignore", invalid="ignore"):
         for part in sums:

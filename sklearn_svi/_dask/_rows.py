@@ -19,7 +19,8 @@ from ._client import (
     is_dask_collection,
     row_block_tasks,
 )
-from ._held import HeldStatistic, check_partitionable, held_by_workers, partitions_model
+from ._handles import HeldStatistic
+from ._held import check_partitionable, held_by_workers, partitions_model
 from ._parts import _DistributedMinibatch, _Part, _rows_of_all
 from ._tasks import (
     _assembled,

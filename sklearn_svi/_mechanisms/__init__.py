@@ -11,6 +11,7 @@ from ._annealing import AnnealingWeights
 from ._filter_rows import FilterRows
 from ._filtered import FilteredStepSize
 from ._filters import AdaptiveGain, GaussianFilter, StudentTFilter
+from ._row_state import RowState
 from ._settings import (
     FILTERS,
     MECHANISM_PARAMETERS,
@@ -19,7 +20,12 @@ from ._settings import (
     learning_rate_constraint,
     renamed_constraint,
 )
-from ._smoothing import SmoothingWindow, SparseStatistic, added_statistics
+from ._smoothing import (
+    SmoothingWindow,
+    SparseStatistic,
+    WindowRows,
+    added_statistics,
+)
 from ._step_sizes import (
     ConstantStepSize,
     NoisyOptimum,
@@ -41,10 +47,12 @@ __all__ = [
     "Mechanisms",
     "NoisyOptimum",
     "RobbinsMonroStepSize",
+    "RowState",
     "SmoothingWindow",
     "SparseStatistic",
     "StepSize",
     "StudentTFilter",
+    "WindowRows",
     "added_statistics",
     "frozen_prior",
     "learning_rate_constraint",

@@ -4,12 +4,12 @@ minibatch does not list."""
 import numpy as np
 
 from .._threads import SUM_BLOCK_ROWS, sum_rows
-from .._transaction import UndoLog, spare_like
+from .._transaction import LoggedPart, spare_like
 from .._update_fast import observe_difference
 from ._step_sizes import frozen_prior
 
 
-class FilterRows:
+class FilterRows(LoggedPart):
     """The filter's state of each row of lambda: the stored average g of
     the differences, and the clock of the update that last visited the row.
 
@@ -36,6 +36,7 @@ class FilterRows:
     """
 
     def __init__(self, n_rows, n_observed, dtype):
+        super().__init__()
         self.mean_difference = np.zeros((n_rows, n_observed), dtype=dtype)
         self.row_decay = np.ones(n_rows)
         self.row_offset = np.zeros(n_rows)
@@ -43,8 +44,6 @@ class FilterRows:
         # A visit of every row writes the new g here and swaps it in; a
         # visit of the listed rows writes them in place and records them.
         self._spare_mean = None
-        self._saved = None
-        self._undo = UndoLog()
 
     def observe(self, target, current, current_scale, clock, decay, window, every_row):
         """Fold d_t = lambda^ - lambda into g on the rows visited (every row,
@@ -96,12 +95,13 @@ class FilterRows:
             self._spare_mean, self.mean_difference = self.mean_difference, updated_mean
         return sums
 
-    def restart(self, prior):
+    def restart(self, target):
         """After a visit of every row each row's g is up to date: the clock
-        of every row restarts, and eta is kept as it is now."""
+        of every row restarts, and eta is kept as it is now: the prior of
+        ``target``, a copy that its caller leaves unchanged."""
         self.row_decay = np.ones(len(self.row_decay))
         self.row_offset = np.zeros(len(self.row_offset))
-        self.prior = frozen_prior(prior)
+        self.prior = target.prior
 
     def advance(self, total, clock_decay, clock_offset):
         """The rows of ``total``, visited, take the clock's D and F."""
@@ -120,50 +120,22 @@ class FilterRows:
             part.prior = frozen_prior(self.prior[start:stop])
         return part
 
+    row_calls = (observe, restart, advance)
+    row_values = ()
+
     @classmethod
-    def stacked(cls, parts):
-        """The state of the rows of ``parts``, one after the other: the
-        inverse of :meth:`rows_between`, but for ``prior``, which the
-        caller sets."""
+    def stacked(cls, parts, starts):
+        """The state whose rows from ``starts[i]`` on are those of
+        ``parts[i]``: the inverse of :meth:`rows_between`."""
         first = parts[0]
         whole = cls(0, first.mean_difference.shape[1], first.mean_difference.dtype)
         whole.mean_difference = np.concatenate([part.mean_difference for part in parts])
         whole.row_decay = np.concatenate([part.row_decay for part in parts])
         whole.row_offset = np.concatenate([part.row_offset for part in parts])
+        if first.prior is not None:
+            whole.prior = np.concatenate([part.prior for part in parts])
         return whole
 
-    def begin(self):
-        """Record the state, for :meth:`rollback`."""
-        self._undo.begin()
-        self._saved = {
-            name: value for name, value in vars(self).items() if name != "_saved"
-        }
-
-    def commit(self):
-        """Keep the changes since :meth:`begin`."""
-        self._saved = None
-        self._undo.commit()
-
-    def rollback(self):
-        """Return to the state recorded by :meth:`begin`.
-
-        The rows changed in place are written back, newest first; every
-        other change since is a new value bound to a name, so restoring the
-        names restores the rest.
-        """
-        if self._saved is None:
-            return
-        self._undo.rollback()
-        vars(self).update(self._saved)
-        self._saved = None
-
     def __getstate__(self):
-        # The spare array and the records of a transaction hold no
-        # information.
-        state = {**vars(self), "_spare_mean": None, "_saved": None}
-        del state["_undo"]
-        return state
-
-    def __setstate__(self, state):
-        vars(self).update(state)
-        self._undo = UndoLog()
+        # The spare array holds no information.
+        return {**super().__getstate__(), "_spare_mean": None}

@@ -2,9 +2,13 @@
 optimum from the noisy optima (Houlsby & Blei 2014), or Ranganath et al.'s
 adaptive rate."""
 
+from dataclasses import replace
+
 import numpy as np
 
+from .._transaction import RebindingPart
 from ._filter_rows import FilterRows
+from ._step_sizes import frozen_prior
 
 # The filter visits every row, and restarts its clock, before the clock's
 # scales fall below this value, far from underflow.
@@ -46,7 +50,7 @@ def _same_values(prior, stored):
     return np.array_equal(prior, stored)
 
 
-class FilteredStepSize:
+class FilteredStepSize(RebindingPart):
     """A step size that adapts to the noise of the update.
 
     Ranganath et al. (2013) and Houlsby & Blei (2014, Alg. 1) estimate the
@@ -154,7 +158,6 @@ class FilteredStepSize:
         n_observed = shape[1] if n_observed is None else n_observed
         self.rows = FilterRows(shape[0], n_observed, dtype)
         self.n_coordinates = shape[0] * n_observed
-        self._saved = None
         self.mean_squared_norm = 0.0
         self.weight_square_sum = 0.0
         self.window = 0.0
@@ -165,6 +168,8 @@ class FilteredStepSize:
         self._clock_decay = 1.0
         self._clock_offset = 0.0
         self._clock_shrink = 1.0
+        # eta when the clock last restarted (a copy), None before.
+        self._clock_prior = None
         # Running totals over all rows: ||e||^2, <g, e> and ||g||^2.
         self._squared_excess = 0.0
         self._mean_excess = 0.0
@@ -322,8 +327,8 @@ class FilteredStepSize:
             or decay == 0.0
             or self._clock_decay * decay < _SMALLEST_CLOCK
             or self._clock_shrink < _SMALLEST_CLOCK
-            or target.total.lists_all(n_rows)
-            or not _same_values(target.prior, self.rows.prior)
+            or target.lists_all(n_rows)
+            or not _same_values(target.prior, self._clock_prior)
         )
 
     def _restart_clock(self, target):
@@ -332,7 +337,8 @@ class FilteredStepSize:
         self._clock_decay = 1.0
         self._clock_offset = 0.0
         self._clock_shrink = 1.0
-        self.rows.restart(target.prior)
+        self._clock_prior = frozen_prior(target.prior)
+        self.rows.restart(replace(target, prior=self._clock_prior))
         self._visit_all_rows = False
 
     def _advance_clock(self, total, decay, share):
@@ -359,32 +365,8 @@ class FilteredStepSize:
         # totals afresh.
         self._visit_all_rows = target.negatively_weighted
 
-    def begin(self):
-        """Record the averages and the filter's state, for :meth:`rollback`."""
-        self.rows.begin()
-        self._saved = (
-            {name: value for name, value in vars(self).items() if name != "_saved"},
-            vars(self.gain_rule).copy(),
-        )
-
-    def commit(self):
-        """Keep the changes since :meth:`begin`."""
-        self.rows.commit()
-        self._saved = None
-
-    def rollback(self):
-        """Return to the state recorded by :meth:`begin`."""
-        self.rows.rollback()
-        if self._saved is None:
-            return
-        attributes, gain_attributes = self._saved
-        vars(self).update(attributes)
-        vars(self.gain_rule).update(gain_attributes)
-        self._saved = None
-
-    def __getstate__(self):
-        # The records of a transaction hold no information.
-        return {**vars(self), "_saved": None}
+    def _held_parts(self):
+        return (self.rows, self.gain_rule)
 
     def state(self):
         """Q, R, tau and the filter's own state."""

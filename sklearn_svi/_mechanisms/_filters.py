@@ -2,13 +2,15 @@
 2013): each maps the estimated drift and noise of the noisy optimum to a step
 size."""
 
+from .._transaction import RebindingPart
+
 
 def _ratio(numerator, denominator):
     """numerator / denominator, and 0 when both are 0 (nothing to update)."""
     return numerator / denominator if denominator > 0 else 0.0
 
 
-class AdaptiveGain:
+class AdaptiveGain(RebindingPart):
     """Ranganath, Wang, Blei & Xing's adaptive learning rate.
 
     rho_t = Q / (Q + R) (Ranganath et al. 2013): the step that minimises
@@ -40,7 +42,7 @@ class AdaptiveGain:
         return {}
 
 
-class GaussianFilter:
+class GaussianFilter(RebindingPart):
     """Isotropic Gaussian variational filter (Houlsby & Blei 2014).
 
     A Kalman filter of the batch optimum lambda^VB, a random walk with drift
@@ -89,7 +91,7 @@ class GaussianFilter:
         return {"variance": self.variance}
 
 
-class StudentTFilter:
+class StudentTFilter(RebindingPart):
     """Isotropic Student's t variational filter (Houlsby & Blei 2014, Alg. 1).
 
     The prior of the optimum, the drift and the noise are Student's t with

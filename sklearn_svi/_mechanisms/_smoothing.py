@@ -5,7 +5,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._threads import map_rows
-from .._transaction import UndoLog
+from .._transaction import LoggedPart, RebindingPart
 from .._update_fast import replace_rows
 
 
@@ -126,25 +126,21 @@ def _stacked_statistics(parts, starts):
     )
 
 
-class SmoothingWindow:
-    """Mean of the last ``length`` minibatch statistics (Mandt & Blei 2014).
+class WindowRows(LoggedPart):
+    """The rows of a smoothing window: its queued statistics and, for
+    L > 1, their running sum.
 
-    The smoothed statistic of Mandt & Blei's Algorithm 1 is the window mean
-    S~_t = (1/L) sum_{j<L} S_{t-j}. For L > 1 it is kept as a dense running
-    sum that is updated with the running-sum recursion of their eq. 11,
-
-        sum_t = sum_{t-1} - S_{t-L} + S_t,
-
-    while the queued statistics are stored sparsely, as row blocks, so the
+    The queued statistics are stored sparsely, as row blocks, so the
     window's memory grows with the words actually seen and not with
-    L x n_params x n_components. During warm-up, before L statistics have
-    arrived, the mean is taken over those stored.
+    L x n_params x n_components. For L > 1 their sum is kept as a dense
+    running sum, updated with the running-sum recursion of Mandt & Blei's
+    eq. 11,
+
+        sum_t = sum_{t-1} - S_{t-L} + S_t.
 
     With ``length=1`` the sum is the latest statistic itself, rows and
-    values, and no dense array is kept: the update, plain SVI, reads the
-    statistic on its own rows and moves every other row toward the prior
-    alone. No later update reads it, so it is let go once its update is
-    kept (:meth:`commit`).
+    values, and no dense array is kept. No later update reads it, so it is
+    let go once its update is kept (:meth:`commit`).
 
     Parameters
     ----------
@@ -157,26 +153,24 @@ class SmoothingWindow:
     """
 
     def __init__(self, length, shape, dtype):
+        super().__init__()
         self.length = length
         # A tuple, rebuilt by each push, and the type's code: both are
         # plain values to every serialiser, skops included.
         self.queue = ()
         self.dtype = np.dtype(dtype).str
         self._running_sum = None
-        self._saved_queue = None
-        self._undo = UndoLog()
         if length > 1:
             self._running_sum = SparseStatistic(
                 np.arange(shape[0]), np.zeros(shape, dtype=dtype)
             )
 
-    @property
-    def sum(self):
-        """sum_{j<count} S_{t-j}, the statistics in the window added up.
+    def total(self):
+        """sum_{j<count} S_{t-j}, the queued statistics added up.
 
         Returns
         -------
-        sum : SparseStatistic
+        total : SparseStatistic
             Every row of the parameter for L > 1; for L = 1, the latest
             statistic's rows.
         """
@@ -208,10 +202,13 @@ class SmoothingWindow:
                 lambda span: _replace_rows(total, oldest, statistic, span), len(total)
             )
 
-    def rows_between(self, start, stop, n_components):
+    row_calls = (push,)
+    row_values = (total,)
+
+    def rows_between(self, start, stop):
         """The window of rows ``start`` to ``stop - 1`` of the parameter,
         counted from ``start``: the same statistics, cut."""
-        part = SmoothingWindow(self.length, (0, n_components), self.dtype)
+        part = WindowRows(self.length, (0, 0), self.dtype)
         part.queue = tuple(
             statistic.rows_between(start, stop) for statistic in self.queue
         )
@@ -220,62 +217,110 @@ class SmoothingWindow:
         return part
 
     @classmethod
-    def stacked(cls, windows, starts):
+    def stacked(cls, parts, starts):
         """The window whose rows from ``starts[i]`` on are those of
-        ``windows[i]``: the inverse of :meth:`rows_between`."""
-        first = windows[0]
+        ``parts[i]``: the inverse of :meth:`rows_between`."""
+        first = parts[0]
         whole = cls(first.length, (0, 0), first.dtype)
         whole.queue = tuple(
-            _stacked_statistics(parts, starts)
-            for parts in zip(*(window.queue for window in windows))
+            _stacked_statistics(statistics, starts)
+            for statistics in zip(*(part.queue for part in parts))
         )
         if first._running_sum is not None:
             whole._running_sum = _stacked_statistics(
-                [window._running_sum for window in windows], starts
+                [part._running_sum for part in parts], starts
             )
         return whole
 
-    def begin(self):
-        """Start recording pushes, for :meth:`rollback`."""
-        self._saved_queue = self.queue
-        self._undo.begin()
-
-    def commit(self):
-        """Keep the pushes since :meth:`begin`; a window of one statistic
-        lets it go."""
-        self._undo.commit()
-        self._saved_queue = None
+    def _kept(self):
+        # A window of one statistic lets it go once its update is kept.
         if self.length == 1:
             self.queue = ()
-
-    def rollback(self):
-        """Undo the pushes since :meth:`begin`."""
-        self._undo.rollback()
-        self.queue = self._saved_queue
-        self._saved_queue = None
-
-    def __getstate__(self):
-        # The records of a transaction hold no information.
-        state = dict(vars(self))
-        del state["_undo"]
-        state["_saved_queue"] = None
-        return state
-
-    def __setstate__(self, state):
-        vars(self).update(state)
-        self._undo = UndoLog()
-
-    @property
-    def negatively_weighted(self):
-        """Whether a statistic in the window had a negative annealing weight."""
-        return any(statistic.negatively_weighted for statistic in self.queue)
-
-    @property
-    def count(self):
-        """Number of statistics currently in the window (at most L)."""
-        return len(self.queue)
 
     @property
     def nbytes(self):
         """Memory of the queued statistics (the running sum excluded)."""
         return sum(statistic.nbytes for statistic in self.queue)
+
+
+class SmoothingWindow(RebindingPart):
+    """Mean of the last ``length`` minibatch statistics (Mandt & Blei 2014).
+
+    The smoothed statistic of Mandt & Blei's Algorithm 1 is the window mean
+    S~_t = (1/L) sum_{j<L} S_{t-j}. The window keeps how many statistics it
+    holds and which had negative annealing weights; the statistics and
+    their sum are its ``rows`` (:class:`WindowRows`), which may be held
+    where lambda's rows are. During warm-up, before L statistics have
+    arrived, the mean is taken over those stored.
+
+    With ``length=1`` the update is plain SVI: it reads the latest statistic
+    on its own rows and moves every other row toward the prior alone.
+
+    Parameters
+    ----------
+    length : int
+        Window length L.
+    shape : tuple of int
+        Shape of the global parameter, (n_params, n_components).
+    dtype : dtype
+        Floating point type of the statistics and of the running sum.
+
+    Attributes
+    ----------
+    rows : WindowRows
+        The queued statistics and their sum.
+    """
+
+    def __init__(self, length, shape, dtype):
+        self.length = length
+        # Whether each queued statistic had a negative annealing weight,
+        # oldest first.
+        self.negative_weights = ()
+        self.rows = WindowRows(length, shape, dtype)
+
+    @property
+    def sum(self):
+        """sum_{j<count} S_{t-j}, the statistics in the window added up
+        (:meth:`WindowRows.total`)."""
+        return self.rows.total()
+
+    @property
+    def sums_every_row(self):
+        """Whether :attr:`sum` lists every row: the running sum of L > 1."""
+        return self.length > 1
+
+    def push(self, statistic):
+        """Add the newest statistic, dropping the oldest beyond the window.
+
+        Parameters
+        ----------
+        statistic : SparseStatistic
+            The minibatch statistic S_t.
+        """
+        self.rows.push(statistic)
+        self.negative_weights = (*self.negative_weights, statistic.negatively_weighted)[
+            -self.length :
+        ]
+
+    def _held_parts(self):
+        return (self.rows,)
+
+    def _kept(self):
+        # A window of one statistic lets it go once its update is kept.
+        if self.length == 1:
+            self.negative_weights = ()
+
+    @property
+    def negatively_weighted(self):
+        """Whether a statistic in the window had a negative annealing weight."""
+        return any(self.negative_weights)
+
+    @property
+    def count(self):
+        """Number of statistics currently in the window (at most L)."""
+        return len(self.negative_weights)
+
+    @property
+    def nbytes(self):
+        """Memory of the queued statistics (the running sum excluded)."""
+        return self.rows.nbytes

@@ -29,12 +29,16 @@ class NoisyOptimum:
     negatively_weighted : bool, default=False
         Whether a statistic of the total had a negative annealing weight:
         the update toward lambda^ may then be followed by a projection.
+    total_lists_every_row : bool, default=False
+        Whether the total is known to list every row (a window's running
+        sum), wherever its rows are held.
     """
 
     total: SparseStatistic
     scale: float
     prior: np.ndarray
     negatively_weighted: bool = False
+    total_lists_every_row: bool = False
 
     @classmethod
     def of_window(cls, window, n_total, prior):
@@ -42,8 +46,16 @@ class NoisyOptimum:
         (Mandt & Blei 2014, Alg. 1; Hoffman et al. 2013, eq. 25 when the
         window holds one statistic)."""
         return cls(
-            window.sum, n_total / window.count, prior, window.negatively_weighted
+            window.sum,
+            n_total / window.count,
+            prior,
+            window.negatively_weighted,
+            window.sums_every_row,
         )
+
+    def lists_all(self, n_rows):
+        """Whether lambda^ lists all ``n_rows`` rows of lambda."""
+        return self.total_lists_every_row or self.total.lists_all(n_rows)
 
     def restricted_to(self, span):
         """The rows and block of the total in the slice ``span``, the scale
