@@ -16,6 +16,7 @@ from ._datasets import (
     split_ratings,
 )
 from ._persistence import Checkpoint
+from ._report import TopicReport
 from ._version import __version__  # noqa: F401
 from .factorization import SVIMatrixFactorization
 from .feature_extraction import WordSketch
@@ -36,6 +37,7 @@ __all__ = [
     "SVIGaussianMixture",
     "SVIMatrixFactorization",
     "SmoothedLDA",
+    "TopicReport",
     "TopicTimeline",
     "WordSketch",
     "load_python_docstrings",

@@ -29,6 +29,11 @@ class TopicTimeline:
     top_word_indices_ : ndarray of shape (n_slices, n_components, n_words)
         Each topic's most probable words after each slice, as columns of
         the document-word matrix, most probable first.
+    n_batch_iter_ : ndarray of shape (n_slices,)
+        The estimator's ``n_batch_iter_`` after each slice: the updates of
+        slice i are those after ``n_batch_iter_[i - 1]`` up to
+        ``n_batch_iter_[i]``, which places the updates that
+        :func:`~sklearn_svi.metrics.drift_alarms` returns among the slices.
 
     Examples
     --------
@@ -49,6 +54,7 @@ class TopicTimeline:
         self.labels_ = []
         self.prevalence_ = np.empty((0, 0))
         self.top_word_indices_ = np.empty((0, 0, n_words), dtype=np.intp)
+        self.n_batch_iter_ = np.empty(0, dtype=np.int64)
 
     def record(self, estimator, X, label=None):
         """Take a snapshot of ``estimator`` after it was fitted to a slice.
@@ -88,6 +94,7 @@ class TopicTimeline:
             if len(self.labels_) == 1
             else np.concatenate([self.top_word_indices_, words[np.newaxis]])
         )
+        self.n_batch_iter_ = np.append(self.n_batch_iter_, estimator.n_batch_iter_)
         return self
 
     def words(self, topic, feature_names):
