@@ -32,6 +32,9 @@ def main(argv=None):
     topics.add_argument("--min-df", type=int, default=5)
     topics.add_argument("--n-words", type=int, default=10)
     topics.add_argument("--output", help="save the fitted pipeline here (joblib)")
+    topics.add_argument(
+        "--report", help="write an HTML report of the topics here (TopicReport)"
+    )
     topics.add_argument("--seed", type=int, default=0)
     transform = commands.add_parser(
         "transform", help="write the topic proportions of text files as CSV"
@@ -55,6 +58,7 @@ def main(argv=None):
                 min_df=arguments.min_df,
                 n_words=arguments.n_words,
                 output=arguments.output,
+                report=arguments.report,
                 random_state=arguments.seed,
             )
         else:

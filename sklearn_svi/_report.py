@@ -200,8 +200,9 @@ class TopicReport:
 
         doc_topic = np.asarray(model.transform(counts))
         prevalence = doc_topic.mean(axis=0)
-        log_topic_word = np.log(topic_word)
-        log_lift = log_topic_word - np.log(prevalence @ topic_word)
+        with np.errstate(divide="ignore"):
+            log_topic_word = np.log(topic_word)
+            log_lift = log_topic_word - np.log(prevalence @ topic_word)
         coordinates = principal_coordinates(jensen_shannon_distances(topic_word))
         topics = [
             {
@@ -300,13 +301,20 @@ def relevant_word_indices(log_topic_word, log_lift, n_words, lambdas=LAMBDAS):
         lambda log p(w|t) + (1 - lambda) log(p(w|t) / p(w)) is at least the
         ``n_words``-th largest at one of ``lambdas``: the ``n_words`` most
         relevant words at each of them, and the words tied with the last.
+        Words of probability 0 in the topic are left out.
     """
     n_words = min(n_words, log_topic_word.shape[1])
+    weights = lambdas[:, np.newaxis]
     indices = []
     for exact, lift in zip(log_topic_word, log_lift):
-        relevance = lambdas[:, np.newaxis] * exact + (1 - lambdas[:, np.newaxis]) * lift
+        possible = exact > -np.inf
+        with np.errstate(invalid="ignore"):
+            relevance = np.where(
+                possible, weights * exact + (1 - weights) * lift, -np.inf
+            )
         cut = -np.partition(-relevance, n_words - 1, axis=1)[:, n_words - 1]
-        indices.append(np.flatnonzero((relevance >= cut[:, np.newaxis]).any(axis=0)))
+        relevant = (relevance >= cut[:, np.newaxis]).any(axis=0)
+        indices.append(np.flatnonzero(relevant & possible))
     return indices
 
 

@@ -13,6 +13,7 @@ import numpy as np
 from sklearn.feature_extraction.text import CountVectorizer
 from sklearn.pipeline import make_pipeline
 
+from ._report import TopicReport
 from .lda import AnnealedLDA, FilteredLDA, SmoothedLDA, top_words
 from .metrics import completion_score
 
@@ -139,6 +140,7 @@ def fit_topics(
     min_df=5,
     n_words=10,
     output=None,
+    report=None,
     random_state=0,
     stream=None,
 ):
@@ -167,6 +169,9 @@ def fit_topics(
     output : str or None, default=None
         Where to save the fitted pipeline (vectoriser and model) with
         joblib; None saves nothing. Nothing is written if the fit fails.
+    report : str or None, default=None
+        Where to write the topics' HTML report (:class:`TopicReport`) of
+        all the texts, held-out ones included; None writes none.
     random_state : int, default=0
         Seed of the order of the texts and of the model.
     stream : file, default=None
@@ -240,6 +245,10 @@ def fit_topics(
     if output is not None:
         _write_atomically(output, lambda temporary: joblib.dump(pipeline, temporary))
         print(f"\nSaved the vectoriser and the model to {output}.", file=stream)
+    if report is not None:
+        page = TopicReport(pipeline, texts, n_words=max(n_words, 30))
+        _write_atomically(report, page.save)
+        print(f"Wrote the topic report to {report}.", file=stream)
     return pipeline
 
 
