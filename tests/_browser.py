@@ -189,10 +189,24 @@ class Browser:
         seconds : float
             The time from the command to open the page until ``ready`` held.
         """
+        while not self._events.empty():
+            self._events.get()
         start = time.perf_counter()
         self.send("Page.navigate", url=f"file://{os.path.abspath(path)}")
+        # Until the new page has loaded, ``ready`` may be read from the old.
+        self._wait_for_event("Page.loadEventFired")
         self.wait_for(ready)
         return time.perf_counter() - start
+
+    def _wait_for_event(self, method, timeout=TIMEOUT):
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                event = self._events.get(timeout=max(deadline - time.monotonic(), 0))
+            except queue.Empty:
+                raise BrowserError(f"no {method} event{self._stderr()}") from None
+            if event["method"] == method:
+                return
 
     def wait_for(self, condition, timeout=TIMEOUT):
         """Evaluate the JavaScript ``condition`` until it is true."""

@@ -14,7 +14,6 @@ import joblib
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from _browser import Browser, find_chromium
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 from sklearn.feature_extraction.text import CountVectorizer, HashingVectorizer
@@ -37,6 +36,8 @@ from sklearn_svi._report import (
     relevant_word_indices,
 )
 from sklearn_svi.metrics import coherence, drift_alarms, topic_diversity
+
+from _browser import Browser, find_chromium
 
 THEMES = {
     "fruit": "apple pear plum cherry peach grape lemon melon berry fig",
