@@ -10,6 +10,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_svi import _permutation as permutation
 from sklearn_svi import _persistence as persistence
+from sklearn_svi import _report as report
 from sklearn_svi.factorization import _estimator as factorization_estimator
 from sklearn_svi.lda import _estimators as lda_estimators
 from sklearn_svi.metrics import _coherence as coherence_metrics
@@ -29,6 +30,7 @@ from sklearn_svi.mixture import _estimator as mixture_estimator
         stability_metrics,
         persistence,
         permutation,
+        report,
     ],
 )
 def test_docstring_examples(module):
