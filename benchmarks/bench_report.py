@@ -1,6 +1,6 @@
 """The topic report's size and the time headless Chromium takes to draw it.
 
-For a corpus (a built-in one or a text file, see ``corpus.py``) and for a
+For corpora (built-in ones or text files, see ``corpus.py``) and for a
 synthetic corpus of 10^5 documents drawn from 100 topics: ``SmoothedLDA``
 fitted in ``--passes`` passes, a :class:`~sklearn_svi.TopicReport` of it
 with the documents' texts, the seconds to build the report, the size of
@@ -9,15 +9,16 @@ headless Chromium to the page's ``window.reportReady`` (the median of
 ``--loads`` loads, each in a fresh tab of one browser), with the page's own
 ``performance.now()`` at that moment.
 
-Run ``python benchmarks/bench_report.py NewsArticles`` or ``python
-benchmarks/bench_report.py FILE --column summary``; ``--screenshot
-out.png`` saves the corpus' page as Chromium draws it, with its second
-most prevalent topic selected.
+Run ``python benchmarks/bench_report.py NewsArticles FILE --column
+summary`` (the column of the tab-separated files); ``--screenshot out.png``
+saves the first corpus' page as Chromium draws it, with its second most
+prevalent topic selected.
 """
 
 import statistics
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +28,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn_svi import SmoothedLDA, TopicReport, make_lda_corpus
 from sklearn_svi._topics import read_texts
 
-from _common import corpus_parser
+from _common import argument_parser
 from corpus import BUILT_IN_CORPORA, corpus_name, load_texts
 from tables import simple_table, write_results
 
@@ -39,12 +40,12 @@ RESULTS_DIR = Path(__file__).resolve().parent / "results"
 SYNTHETIC = dict(n_documents=100_000, n_topics=100, n_features=10_000)
 
 
-def corpus_pipeline(args):
-    """The texts of the corpus and a fitted CountVectorizer + SmoothedLDA."""
+def corpus_pipeline(corpus, args):
+    """The texts of a corpus and a fitted CountVectorizer + SmoothedLDA."""
     texts = (
-        load_texts(args.corpus)
-        if args.corpus in BUILT_IN_CORPORA
-        else read_texts(args.corpus, args.column)
+        load_texts(corpus)
+        if corpus in BUILT_IN_CORPORA
+        else read_texts(corpus, args.column)
     )
     pipeline = make_pipeline(
         CountVectorizer(
@@ -100,8 +101,46 @@ def measure(name, build, browser, path, loads):
     return report, row
 
 
+def measure_corpus(corpus, name, args, browser, screenshot):
+    """The row of a corpus; a screenshot of its page with its second most
+    prevalent topic selected, unless ``screenshot`` is None."""
+    texts, pipeline = corpus_pipeline(corpus, args)
+    report, row = measure(
+        name,
+        partial(TopicReport, pipeline, texts, title=f"Topics of {name}"),
+        browser,
+        RESULTS_DIR / "pages" / f"{name}.html",
+        args.loads,
+    )
+    if screenshot is not None:
+        prevalence = [topic["prevalence"] for topic in report.data["topics"]]
+        second = np.argsort(prevalence)[-2]
+        browser.click(f'#topic-map circle[data-topic="{second}"]')
+        browser.screenshot(screenshot)
+    return row
+
+
+def measure_synthetic(args, browser):
+    """The row of the synthetic corpus."""
+    X, words, texts, model = synthetic_model(args)
+    _, row = measure(
+        "synthetic",
+        partial(TopicReport, model, X, words, texts=texts),
+        browser,
+        RESULTS_DIR / "pages" / "synthetic.html",
+        args.loads,
+    )
+    return row
+
+
 def main():
-    parser = corpus_parser(__doc__)
+    parser = argument_parser(__doc__)
+    parser.add_argument(
+        "corpora", nargs="+", help=f"text files, or {', '.join(BUILT_IN_CORPORA)}"
+    )
+    parser.add_argument("--column", help="the column of texts of TSV files")
+    parser.add_argument("--n-features", type=int, default=10_000)
+    parser.add_argument("--n-components", type=int, default=100)
     parser.add_argument("--passes", type=int, default=2)
     parser.add_argument("--loads", type=int, default=5)
     parser.add_argument("--screenshot", help="a PNG of the corpus' page")
@@ -112,38 +151,19 @@ def main():
     executable = find_chromium()
     if executable is None:
         parser.error("Chromium is not on PATH.")
-    folder = RESULTS_DIR / "pages"
-    folder.mkdir(exist_ok=True)
-    name = corpus_name(args.corpus)
+    (RESULTS_DIR / "pages").mkdir(exist_ok=True)
+    corpus_names = [corpus_name(corpus) for corpus in args.corpora]
     rows = []
     with Browser(executable) as browser:
-        texts, pipeline = corpus_pipeline(args)
-        corpus_page = folder / f"{name}.html"
-        report, row = measure(
-            name,
-            lambda: TopicReport(pipeline, texts, title=f"Topics of {name}"),
-            browser,
-            corpus_page,
-            args.loads,
-        )
-        rows.append(row)
-        if args.screenshot:
-            prevalence = [topic["prevalence"] for topic in report.data["topics"]]
-            second = np.argsort(prevalence)[-2]
-            browser.click(f'#topic-map circle[data-topic="{second}"]')
-            browser.screenshot(args.screenshot)
-        X, names, synthetic_texts, model = synthetic_model(args)
-        _, row = measure(
-            "synthetic",
-            lambda: TopicReport(model, X, names, texts=synthetic_texts),
-            browser,
-            folder / "synthetic.html",
-            args.loads,
-        )
-        rows.append(row)
+        for corpus, name in zip(args.corpora, corpus_names):
+            screenshot = args.screenshot if not rows else None
+            rows.append(measure_corpus(corpus, name, args, browser, screenshot))
+        rows.append(measure_synthetic(args, browser))
     settings = (
-        f"SmoothedLDA(max_iter={args.passes}) of {name} ({args.n_components} "
-        f"topics, at most {args.n_features:,} words) and of "
+        f"SmoothedLDA(max_iter={args.passes}) of {', '.join(corpus_names)} "
+        f"({args.n_components} topics, the {args.n_features:,} most frequent "
+        "words of at least 5 documents and at most half of them, English stop "
+        "words removed) and of "
         f"{SYNTHETIC['n_documents']:,} documents drawn from "
         f"{SYNTHETIC['n_topics']} topics over {SYNTHETIC['n_features']:,} words "
         "(50 words per document on average); TopicReport's defaults (30 words "

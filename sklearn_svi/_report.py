@@ -8,6 +8,7 @@ and their prevalence over time with a filter's drift alarms.
 
 import html
 import json
+import re
 from importlib import resources
 
 import numpy as np
@@ -41,8 +42,9 @@ DIVERSITY_TOP_N = 25
 SIGNIFICANT_DIGITS = 4
 """Of the probabilities the page stores."""
 
-# The files of the page, package data.
+# The files of the page, package data, and the markers of the page's parts.
 _PAGE_FILES = resources.files("sklearn_svi") / "_report_page"
+_MARKERS = re.compile(r"<!-- TITLE -->|/\* (?:STYLE|SCRIPT|DATA) \*/")
 
 
 class TopicReport:
@@ -249,17 +251,18 @@ class TopicReport:
         page : str
             A complete HTML document.
         """
-        # Inside a script element, "</" could end it early.
+        # Inside a script element, "</" or "<!--" would change how the page
+        # is read: the data has no "<" at all.
         data = json.dumps(self.data, allow_nan=False, separators=(",", ":"))
+        parts = {
+            "<!-- TITLE -->": html.escape(self.data["title"]),
+            "/* STYLE */": (_PAGE_FILES / "report.css").read_text(encoding="utf-8"),
+            "/* SCRIPT */": (_PAGE_FILES / "report.js").read_text(encoding="utf-8"),
+            "/* DATA */": data.replace("<", "\\u003c"),
+        }
         page = (_PAGE_FILES / "report.html").read_text(encoding="utf-8")
-        for marker, content in (
-            ("/* STYLE */", (_PAGE_FILES / "report.css").read_text(encoding="utf-8")),
-            ("/* SCRIPT */", (_PAGE_FILES / "report.js").read_text(encoding="utf-8")),
-            ("/* DATA */", data.replace("</", "<\\/")),
-            ("<!-- TITLE -->", html.escape(self.data["title"])),
-        ):
-            page = page.replace(marker, content)
-        return page
+        # One pass, so that no inserted part is searched for markers.
+        return _MARKERS.sub(lambda marker: parts[marker.group()], page)
 
     def save(self, path):
         """Write the page to a file.

@@ -363,6 +363,16 @@ def test_the_page_holds_its_script_style_and_data(report):
     assert "</script><script>window.injected" not in page
 
 
+def test_the_pages_markers_in_a_text_are_kept_as_text(pipeline, texts):
+    marked = [f"<!-- TITLE --> /* SCRIPT */ {text}" for text in texts]
+    page = TopicReport(pipeline, marked, title="Marked").to_html()
+    snippets = page_data(page)["documents"].values()
+    assert all(
+        snippet.startswith("<!-- TITLE --> /* SCRIPT */") for snippet in snippets
+    )
+    assert page.count("<title>Marked</title>") == 1
+
+
 def test_a_page_stays_small_however_many_documents():
     rng = np.random.default_rng(0)
     n_topics, n_features = 100, 3000
