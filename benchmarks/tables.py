@@ -126,16 +126,6 @@ class SimpleTable:
                 return dict(zip(self.header, cells))
         raise KeyError(f"no row {label!r} in the table with header {self.header}")
 
-    def with_rows(self, labels):
-        """The table as written, with only the rows of ``labels``, in that order."""
-        lines = {self.cells(line)[0]: line for line in self.lines[3:-1]}
-        missing = [label for label in labels if label not in lines]
-        if missing:
-            raise KeyError(f"no rows {missing} in the table with header {self.header}")
-        return SimpleTable(
-            (*self.lines[:3], *(lines[label] for label in labels), self.lines[-1])
-        )
-
     def __str__(self):
         return "\n".join(self.lines)
 

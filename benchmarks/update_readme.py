@@ -1,7 +1,8 @@
-"""Write the benchmark tables of README.rst from benchmarks/results/.
+"""Write the benchmark table of README.rst from benchmarks/results/.
 
-GitHub renders README.rst without an include directive, so its tables are
-copies. Each stands between two comments that name it::
+GitHub renders README.rst without an include directive, so its table of
+results is a copy (the documentation includes the results files
+themselves). It stands between two comments that name it::
 
     .. results: NAME
 
@@ -9,9 +10,8 @@ copies. Each stands between two comments that name it::
 
     .. end results
 
-and this script rewrites what stands between them from the results files:
-a table as a benchmark wrote it, some of its rows, or a summary of several
-files, as each function below says. The prose around the tables is not
+and this script rewrites what stands between them from the results files,
+as the function of that name below says. The prose around the table is not
 touched; where a new run changes a number it quotes, edit it by hand.
 
 Run ``python benchmarks/update_readme.py`` after a benchmark has written new
@@ -34,46 +34,15 @@ SECTION = re.compile(
     re.MULTILINE | re.DOTALL,
 )
 
-SCALE_ROWS = [
-    "plain SVI: SmoothedLDA(L=1)",
-    "plain SVI, CVB0 step",
-    "plain SVI, mean-field step",
-    "plain SVI, mean-field step, learned priors",
-    "scikit-learn online",
-    "SmoothedLDA() default",
-    "AnnealedLDA() default",
-    "FilteredLDA() default",
-    "unigram baseline",
-]
-"""The rows of ``scale_npm.rst`` that README shows, in its order."""
-
 QUALITY_ROWS = {
     corpus: {
-        "SmoothedLDA(), default": "SmoothedLDA() default, plain SVI (L=1)",
-        "FilteredLDA(), default": "FilteredLDA() default",
-        'SmoothedLDA(local_step="cvb0")': (
-            'SmoothedLDA(local_step="cvb0"), every document by CVB0'
-        ),
-        "tomotopy LDAModel, fixed priors": "tomotopy collapsed Gibbs, fixed priors",
-        "tomotopy LDAModel, default": (
-            "tomotopy collapsed Gibbs, default (learned alpha)"
-        ),
+        "SmoothedLDA()": "SmoothedLDA() default, plain SVI (L=1)",
+        "tomotopy, fixed priors": "tomotopy collapsed Gibbs, fixed priors",
     }
     for corpus in ("healthtweets", "NewsArticles", "npm")
 }
 """For each corpus of ``quality_CORPUS.rst``, README's label of each row
 shown and the label of that row in the results."""
-
-FILTERING_ROWS = {
-    "Adaptive rate": "Adaptive",
-    "Gaussian filter (the default)": "Gaussian filter (the default)",
-    "Student's t filter": "Student's t filter",
-    "Best constant step (0.1, in hindsight)": "Constant 1e-01 (best constant)",
-    "Adaptive rate, published estimates": "Adaptive, published",
-    "Robbins-Monro, (1000 + t)^-0.7": "Robbins-Monro",
-    "Student's t filter as published (1e3)": "Student's t filter, published",
-}
-"""README's label of each row shown and its label in ``filtering.rst``."""
 
 
 def results_table(name, index=0):
@@ -81,19 +50,8 @@ def results_table(name, index=0):
     return read_tables(RESULTS_DIR / f"{name}.rst")[index]
 
 
-def lda_speed():
-    """The table of ``bench_lda.py``, as written."""
-    return str(results_table("lda_speed"))
-
-
-def scale_npm():
-    """The rows ``SCALE_ROWS`` of ``bench_scale.py``'s table on the npm
-    summaries, as written."""
-    return str(results_table("scale_npm").with_rows(SCALE_ROWS))
-
-
 def quality_against_tomotopy():
-    """Our defaults and tomotopy at each CPU budget, on each corpus.
+    """Our default and tomotopy at each CPU budget, on each corpus.
 
     The means over seeds of the first table of each ``quality_CORPUS.rst``
     (``bench_quality.py``), one row per entry of ``QUALITY_ROWS``; "-"
@@ -108,28 +66,14 @@ def quality_against_tomotopy():
             means = [cells[budget].split(" ± ")[0] for budget in budgets]
             rows.append([f"{corpus}: {shown}", *means])
     header = [
-        "Held-out log predictive per word",
-        *(f"after {budget.removesuffix(' s')} CPU s" for budget in budgets),
+        "Held-out log predictive per word after",
+        *(f"{budget.removesuffix(' s')} CPU s" for budget in budgets),
     ]
     return simple_table(header, rows)
 
 
-def filtering():
-    """The held-out fit of the rows ``FILTERING_ROWS`` of ``bench_filtering.py``'s
-    table, under README's labels."""
-    table = results_table("filtering")
-    rows = [
-        [shown, table.row(label)["Log pred./word"]]
-        for shown, label in FILTERING_ROWS.items()
-    ]
-    return simple_table(["Model", "Log pred./word"], rows)
-
-
 README_TABLES = {
-    "lda_speed": lda_speed,
-    "scale_npm": scale_npm,
     "quality_against_tomotopy": quality_against_tomotopy,
-    "filtering": filtering,
 }
 """The function that writes each table of README, by the name its markers
 give."""
