@@ -128,7 +128,7 @@ def infer_documents(
     )
     cdef Py_ssize_t n_padded = _round_up(n_topics, lanes)
     cdef Py_ssize_t longest = _longest_document(indptr)
-    cdef Py_ssize_t d, k, begin, n_words, n_rows, n_iter = 0
+    cdef Py_ssize_t d, k, begin, n_words, n_rows, most_tokens, n_iter = 0
     cdef double length
     cdef floating eps = FLT_EPSILON if floating is float else DBL_EPSILON
     cdef const floating* alpha = &doc_topic_prior[0]
@@ -148,8 +148,13 @@ def infer_documents(
     cdef double* proposal
     cdef double* previous_counts
     cdef floating* start = NULL
-    # The sampled step's topic of each token.
+    # The sampled step's topic of each token, the topics that a document's
+    # tokens have held and the place of each topic among them (-1 for
+    # none), and two values per word.
     cdef int* topics = NULL
+    cdef int* touched = NULL
+    cdef int* slot_of = NULL
+    cdef double* word_buffers = NULL
     # Every step's.
     cdef floating* doc_counts
 
@@ -166,13 +171,19 @@ def infer_documents(
     if not allocated:
         raise MemoryError()
     if sample_below > 0.0:
-        topics = <int*> malloc(
-            max(_most_tokens(indptr, counts, sample_below), 1) * sizeof(int)
-        )
-        if topics == NULL:
+        most_tokens = max(_most_tokens(indptr, counts, sample_below), 1)
+        topics = <int*> malloc((most_tokens + 2 * n_topics) * sizeof(int))
+        word_buffers = <double*> malloc(2 * max(longest, 1) * sizeof(double))
+        if topics == NULL or word_buffers == NULL:
             free(phi)
             free(start)
+            free(topics)
+            free(word_buffers)
             raise MemoryError()
+        touched = topics + most_tokens
+        slot_of = touched + n_topics
+        for k in range(n_topics):
+            slot_of[k] = -1
     with nogil:
         float_mode = _flush_subnormals()
         while _claim_document(order, next_document, indptr, &d, &begin, &n_words):
@@ -189,7 +200,8 @@ def infer_documents(
                     _sampled_chain(
                         &word_topic[0, 0], &indices[begin], n_words, n_topics,
                         doc_counts, alpha, start, sampled_sweeps, topics, phi,
-                        topic_counts, proposal, previous_counts, stream,
+                        topic_counts, proposal, previous_counts, word_buffers,
+                        touched, slot_of, stream,
                     )
                     n_iter += sampled_sweeps
                 else:
@@ -243,4 +255,5 @@ def infer_documents(
     free(phi)
     free(start)
     free(topics)
+    free(word_buffers)
     return n_iter

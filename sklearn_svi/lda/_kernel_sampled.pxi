@@ -63,31 +63,77 @@ cdef inline Py_ssize_t _draw_topic(
     return k
 
 
+cdef inline Py_ssize_t _draw_smoothing(
+    const floating* beta,
+    const floating* alpha,
+    Py_ssize_t n_topics,
+    double target,
+) noexcept nogil:
+    """The first topic at which the running sum of alpha_k beta_k reaches
+    ``target``: a draw from the smoothing mass, by inversion, skipping whole
+    blocks of eight topics as ``_draw_topic`` does. The last topic when
+    rounding leaves the sum below the target."""
+    cdef Py_ssize_t k = 0, i
+    cdef double running = 0.0, block
+    while k + 8 < n_topics:
+        block = 0.0
+        for i in range(8):
+            block += alpha[k + i] * beta[k + i]
+        if running + block >= target:
+            break
+        running += block
+        k += 8
+    running += alpha[k] * beta[k]
+    while running < target and k + 1 < n_topics:
+        k += 1
+        running += alpha[k] * beta[k]
+    return k
+
+
+cdef inline void _touch(
+    Py_ssize_t k, int* touched, Py_ssize_t* n_touched, int* slot_of
+) noexcept nogil:
+    """List topic k among the topics that the document's tokens have held."""
+    if slot_of[k] < 0:
+        slot_of[k] = <int> n_touched[0]
+        touched[n_touched[0]] = <int> k
+        n_touched[0] += 1
+
+
 cdef inline void _sample_start(
     const floating* mean_word_topic,
     const Py_ssize_t* rows,
     Py_ssize_t n_words,
     Py_ssize_t n_topics,
     const floating* doc_counts,
+    const floating* alpha,
     const floating* start,
     int* topics,
     double* topic_counts,
     double* conditional,
+    double* smoothing_mass,
+    int* touched,
+    Py_ssize_t* n_touched,
+    int* slot_of,
     unsigned long long stream,
     unsigned long long* counter,
 ) noexcept nogil:
     """Each token's first topic drawn with probability proportional to
-    E[beta_kw] g_k, g the document's start, and the document's topic counts
-    N_dk of those draws (each token counted with its weight)."""
+    E[beta_kw] g_k, g the document's start, the document's topic counts
+    N_dk of those draws (each token counted with its weight) and the topics
+    drawn; and each word's smoothing mass sum_k alpha_k E[beta_kw]."""
     cdef Py_ssize_t j, k, token, t = 0
-    cdef double total, weight
+    cdef double total, weight, mass
     cdef const floating* beta
     for k in range(n_topics):
         topic_counts[k] = 0.0
     for j in range(n_words):
         beta = &mean_word_topic[rows[j] * n_topics]
+        mass = 0.0
         for k in range(n_topics):
             conditional[k] = beta[k] * start[k]
+            mass += alpha[k] * beta[k]
+        smoothing_mass[j] = mass
         total = _sum(conditional, n_topics)
         for token in range(_token_count(doc_counts[j])):
             weight = _token_weight(doc_counts[j], token)
@@ -97,6 +143,7 @@ cdef inline void _sample_start(
             counter[0] += 1
             topics[t] = <int> k
             topic_counts[k] += weight
+            _touch(k, touched, n_touched, slot_of)
             t += 1
 
 
@@ -107,10 +154,15 @@ cdef inline void _sampled_sweep(
     Py_ssize_t n_topics,
     const floating* doc_counts,
     const floating* alpha,
+    const double* smoothing_mass,
     int* topics,
     double* topic_counts,
+    int* touched,
+    Py_ssize_t* n_touched,
+    int* slot_of,
     double* conditional,
     double* kept,
+    double* kept_smoothing,
     unsigned long long stream,
     unsigned long long* counter,
 ) noexcept nogil:
@@ -120,32 +172,55 @@ cdef inline void _sampled_sweep(
     distribution, proportional to E[beta_kw] (N_dk without the token +
     alpha_k), and N_d updated with the draw (Griffiths & Steyvers 2004,
     with the topics' expected counts given by lambda as in Mimno et al.
-    2012). Unless ``kept`` is NULL, the token's conditional distribution
-    times its weight is added to its word's row of ``kept``: the
-    Rao-Blackwellised estimate of the token's assignment, which has the
-    draw's expectation and a smaller variance.
+    2012). The conditional is split as in SparseLDA (Yao, Mimno & McCallum
+    2009) into the smoothing mass alpha_k E[beta_kw], whose sum over the
+    topics is the word's ``smoothing_mass``, and the document's mass
+    N_dk E[beta_kw], which only the topics that the document's tokens have
+    held (``touched``) carry: a draw sums the document's mass, and walks
+    the smoothing mass over all topics only when it falls there. A token
+    thus costs the topics of its document, not all topics.
+
+    Unless ``kept`` is NULL, the token's conditional distribution times its
+    weight is added to its word's row: the Rao-Blackwellised estimate of
+    the token's assignment, which has the draw's expectation and a smaller
+    variance; its smoothing part, the same for every token of the word up
+    to a factor, is added to the word's ``kept_smoothing`` as that factor.
     """
-    cdef Py_ssize_t j, k, token, t = 0
-    cdef double total, weight, scale
+    cdef Py_ssize_t i, j, k, token, listed, t = 0
+    cdef double document_mass, total, weight, scale, target, running
     cdef const floating* beta
     for j in range(n_words):
         beta = &mean_word_topic[rows[j] * n_topics]
         for token in range(_token_count(doc_counts[j])):
             weight = _token_weight(doc_counts[j], token)
             topic_counts[topics[t]] -= weight
-            for k in range(n_topics):
-                conditional[k] = beta[k] * (max(topic_counts[k], 0.0) + alpha[k])
-            total = _sum(conditional, n_topics)
-            k = _draw_topic(
-                conditional, n_topics, total, _uniform(stream, counter[0])
-            )
+            listed = n_touched[0]
+            document_mass = 0.0
+            for i in range(listed):
+                conditional[i] = beta[touched[i]] * max(topic_counts[touched[i]], 0.0)
+                document_mass += conditional[i]
+            total = document_mass + smoothing_mass[j]
+            target = _uniform(stream, counter[0]) * total
             counter[0] += 1
+            if target <= document_mass:
+                running = 0.0
+                i = 0
+                while i + 1 < listed:
+                    running += conditional[i]
+                    if running >= target:
+                        break
+                    i += 1
+                k = touched[i]
+            else:
+                k = _draw_smoothing(beta, alpha, n_topics, target - document_mass)
             topics[t] = <int> k
             topic_counts[k] += weight
+            _touch(k, touched, n_touched, slot_of)
             if kept != NULL:
                 scale = weight / total
-                for k in range(n_topics):
-                    kept[j * n_topics + k] += scale * conditional[k]
+                kept_smoothing[j] += scale
+                for i in range(listed):
+                    kept[j * n_topics + touched[i]] += scale * conditional[i]
             t += 1
 
 
@@ -163,6 +238,9 @@ cdef inline void _sampled_chain(
     double* topic_counts,
     double* conditional,
     double* last_counts,
+    double* word_buffers,
+    int* touched,
+    int* slot_of,
     unsigned long long stream,
 ) noexcept nogil:
     """A document's chain: a start drawn from ``start``, then ``n_sweeps``
@@ -174,30 +252,43 @@ cdef inline void _sampled_chain(
     document's assignments. The draws are the values of the document's
     stream after those of its start (``_start_gamma`` reads the first
     n_topics + 1 at most), so they depend on the document and the key
-    alone.
+    alone. ``word_buffers`` holds two values per word, ``touched`` and
+    ``slot_of`` one per topic, ``slot_of`` -1 everywhere, as it is left.
     """
-    cdef Py_ssize_t j, k, sweep
+    cdef Py_ssize_t i, j, k, sweep, n_touched = 0
     cdef Py_ssize_t n_burn = n_sweeps // 2
     cdef unsigned long long counter = n_topics + 1
-    cdef double scale
+    cdef double scale, smoothing
+    cdef double* smoothing_mass = word_buffers
+    cdef double* kept_smoothing = word_buffers + n_words
+    cdef const floating* beta
     memset(phi, 0, n_words * n_topics * sizeof(double))
+    memset(kept_smoothing, 0, n_words * sizeof(double))
     _sample_start(
-        mean_word_topic, rows, n_words, n_topics, doc_counts, start, topics,
-        topic_counts, conditional, stream, &counter,
+        mean_word_topic, rows, n_words, n_topics, doc_counts, alpha, start,
+        topics, topic_counts, conditional, smoothing_mass, touched, &n_touched,
+        slot_of, stream, &counter,
     )
     for sweep in range(n_sweeps):
         _sampled_sweep(
-            mean_word_topic, rows, n_words, n_topics, doc_counts, alpha, topics,
-            topic_counts, conditional, phi if sweep >= n_burn else NULL, stream,
-            &counter,
+            mean_word_topic, rows, n_words, n_topics, doc_counts, alpha,
+            smoothing_mass, topics, topic_counts, touched, &n_touched, slot_of,
+            conditional, phi if sweep >= n_burn else NULL, kept_smoothing,
+            stream, &counter,
         )
     memcpy(last_counts, topic_counts, n_topics * sizeof(double))
+    for i in range(n_touched):
+        slot_of[touched[i]] = -1
     for k in range(n_topics):
         topic_counts[k] = 0.0
     for j in range(n_words):
         if doc_counts[j] <= 0.0:
             continue
+        beta = &mean_word_topic[rows[j] * n_topics]
         scale = 1.0 / ((n_sweeps - n_burn) * doc_counts[j])
+        smoothing = kept_smoothing[j]
         for k in range(n_topics):
-            phi[j * n_topics + k] *= scale
+            phi[j * n_topics + k] = (
+                phi[j * n_topics + k] + smoothing * alpha[k] * beta[k]
+            ) * scale
             topic_counts[k] += doc_counts[j] * phi[j * n_topics + k]
