@@ -24,6 +24,11 @@ import numpy as np
 
 N_ROUNDS = 4
 
+# The positions of the order computed at once and kept for the slices that
+# follow: a minibatch's few hundred positions cost what a call costs, a
+# block of them little more (64 KiB).
+BLOCK_POSITIONS = 1 << 13
+
 
 def _mixed(values):
     """SplitMix64's finaliser of each value (uint64, wrapping), in place."""
@@ -60,6 +65,7 @@ class KeyedPermutation:
         self._round_keys = np.random.SeedSequence(key).generate_state(
             N_ROUNDS, np.uint64
         )
+        self._block = (None, None)
 
     def _encrypted(self, values):
         left = values >> self._half_bits
@@ -92,11 +98,36 @@ class KeyedPermutation:
         return values.astype(np.intp)
 
     def __getitem__(self, positions):
-        """The samples at ``positions`` of the order (a slice or an array)."""
+        """The samples at ``positions`` of the order (a slice or an array).
+
+        A slice of consecutive positions within a block of
+        ``BLOCK_POSITIONS`` is read from that block, computed whole the
+        first time and kept until a slice of another block is read.
+        """
         if isinstance(positions, slice):
             start, stop, step = positions.indices(self.n_samples)
+            block = start // BLOCK_POSITIONS
+            if step == 1 and stop > start and (stop - 1) // BLOCK_POSITIONS == block:
+                offset = block * BLOCK_POSITIONS
+                return self._block_samples(block)[start - offset : stop - offset].copy()
             positions = np.arange(start, stop, step)
         return self._walked(np.asarray(positions, dtype=np.uint64), self._encrypted)
+
+    def _block_samples(self, block):
+        """The samples at the positions of block number ``block``."""
+        index, samples = self._block
+        if index != block:
+            first = block * BLOCK_POSITIONS
+            positions = np.arange(
+                first, min(first + BLOCK_POSITIONS, self.n_samples), dtype=np.uint64
+            )
+            samples = self._walked(positions, self._encrypted)
+            self._block = (block, samples)
+        return samples
+
+    def __getstate__(self):
+        # The kept block is computed again where it is read.
+        return {**vars(self), "_block": (None, None)}
 
     def positions_of(self, samples):
         """The positions in the order of ``samples``: the inverse map.
