@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
+from scipy.special import logsumexp
 from sklearn.base import clone
 from sklearn.datasets import load_iris, make_blobs
 from sklearn.exceptions import ConvergenceWarning
@@ -18,6 +19,8 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_svi import SVIGaussianMixture
+from sklearn_svi.mixture._model import _log_normalised
+from sklearn_svi.mixture._normal_wishart import SCALES
 
 COVARIANCE_TYPES = ["full", "tied", "diag", "spherical"]
 WEIGHT_PRIORS = ["dirichlet_process", "dirichlet_distribution"]
@@ -95,6 +98,26 @@ def test_batch_mode_is_bayesian_gaussian_mixture(iris, covariance_type, weight_p
     )
     assert_allclose(ours.score_samples(iris), reference.score_samples(iris), atol=1e-10)
     assert_array_equal(ours.predict(iris), reference.predict(iris))
+
+
+def test_log_normalised_is_logsumexp_over_the_components():
+    rng = np.random.RandomState(0)
+    # Rows far below zero, whose exponentials underflow unless shifted.
+    weighted = rng.normal(size=(50, 4)) * 5 - np.linspace(0, 2000, 50)[:, None]
+    log_norm, log_resp = _log_normalised(weighted)
+    assert_allclose(log_norm, logsumexp(weighted, axis=1), rtol=1e-14)
+    assert_allclose(log_resp, weighted - logsumexp(weighted, axis=1)[:, None])
+    assert_allclose(np.exp(log_resp).sum(axis=1), 1.0)
+
+
+@pytest.mark.parametrize("covariance_type", ["full", "tied"])
+@pytest.mark.parametrize("bad", [-1.0, np.nan])
+def test_a_covariance_not_positive_definite_is_refused(covariance_type, bad):
+    covariances = np.array([[[2.0, 0.0], [0.0, 1.0]], [[1.0, 0.0], [0.0, bad]]])
+    if covariance_type == "tied":
+        covariances = covariances[1]
+    with pytest.raises(ValueError, match="not finite or not positive definite"):
+        SCALES[covariance_type]().precisions_cholesky(covariances)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
