@@ -122,9 +122,10 @@ def test_a_covariance_not_positive_definite_is_refused(covariance_type, bad):
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_easy_data_converge_without_a_warning_to_the_batch_fit(seed):
-    """Three blobs of 1,000 points: minibatch noise moves the bound over
-    3,000 samples by more than ``tol`` every pass, but not the bound per
-    sample, which settles within a few passes at the batch fit's score."""
+    """Three blobs of 1,000 points, in three minibatches of the default
+    size a pass: minibatch noise moves the bound over 3,000 samples by more
+    than ``tol`` every pass, but not the bound per sample, which settles at
+    the batch fit's bound and score."""
     X = make_blobs(n_samples=3000, centers=3, random_state=0)[0]
     reference = BayesianGaussianMixture(n_components=3, random_state=seed).fit(X)
     with warnings.catch_warnings():
@@ -134,7 +135,11 @@ def test_easy_data_converge_without_a_warning_to_the_batch_fit(seed):
     assert ours.n_iter_ < ours.max_iter
     change = abs(ours.lower_bounds_[-1] - ours.lower_bounds_[-2])
     assert ours.tol * len(X) > change > ours.tol
+    assert ours.n_batch_iter_ == 3 * ours.n_iter_
     assert ours.score(X) == pytest.approx(reference.score(X), abs=0.01)
+    assert ours.lower_bound_ / len(X) == pytest.approx(
+        reference.lower_bound_ / len(X), abs=0.01
+    )
 
 
 def test_batch_mode_raises_the_lower_bound_every_pass(iris):
