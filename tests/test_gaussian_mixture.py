@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
+from scipy.special import logsumexp
 from sklearn.base import clone
 from sklearn.datasets import load_iris, make_blobs
 from sklearn.exceptions import ConvergenceWarning
@@ -18,6 +19,8 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_svi import SVIGaussianMixture
+from sklearn_svi.mixture._model import _log_normalised
+from sklearn_svi.mixture._normal_wishart import SCALES
 
 COVARIANCE_TYPES = ["full", "tied", "diag", "spherical"]
 WEIGHT_PRIORS = ["dirichlet_process", "dirichlet_distribution"]
@@ -97,11 +100,32 @@ def test_batch_mode_is_bayesian_gaussian_mixture(iris, covariance_type, weight_p
     assert_array_equal(ours.predict(iris), reference.predict(iris))
 
 
+def test_log_normalised_is_logsumexp_over_the_components():
+    rng = np.random.RandomState(0)
+    # Rows far below zero, whose exponentials underflow unless shifted.
+    weighted = rng.normal(size=(50, 4)) * 5 - np.linspace(0, 2000, 50)[:, None]
+    log_norm, log_resp = _log_normalised(weighted)
+    assert_allclose(log_norm, logsumexp(weighted, axis=1), rtol=1e-14)
+    assert_allclose(log_resp, weighted - logsumexp(weighted, axis=1)[:, None])
+    assert_allclose(np.exp(log_resp).sum(axis=1), 1.0)
+
+
+@pytest.mark.parametrize("covariance_type", ["full", "tied"])
+@pytest.mark.parametrize("bad", [-1.0, np.nan])
+def test_a_covariance_not_positive_definite_is_refused(covariance_type, bad):
+    covariances = np.array([[[2.0, 0.0], [0.0, 1.0]], [[1.0, 0.0], [0.0, bad]]])
+    if covariance_type == "tied":
+        covariances = covariances[1]
+    with pytest.raises(ValueError, match="not finite or not positive definite"):
+        SCALES[covariance_type]().precisions_cholesky(covariances)
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_easy_data_converge_without_a_warning_to_the_batch_fit(seed):
-    """Three blobs of 1,000 points: minibatch noise moves the bound over
-    3,000 samples by more than ``tol`` every pass, but not the bound per
-    sample, which settles within a few passes at the batch fit's score."""
+    """Three blobs of 1,000 points, in three minibatches of the default
+    size a pass: minibatch noise moves the bound over 3,000 samples by more
+    than ``tol`` every pass, but not the bound per sample, which settles at
+    the batch fit's bound and score."""
     X = make_blobs(n_samples=3000, centers=3, random_state=0)[0]
     reference = BayesianGaussianMixture(n_components=3, random_state=seed).fit(X)
     with warnings.catch_warnings():
@@ -111,7 +135,11 @@ def test_easy_data_converge_without_a_warning_to_the_batch_fit(seed):
     assert ours.n_iter_ < ours.max_iter
     change = abs(ours.lower_bounds_[-1] - ours.lower_bounds_[-2])
     assert ours.tol * len(X) > change > ours.tol
+    assert ours.n_batch_iter_ == 3 * ours.n_iter_
     assert ours.score(X) == pytest.approx(reference.score(X), abs=0.01)
+    assert ours.lower_bound_ / len(X) == pytest.approx(
+        reference.lower_bound_ / len(X), abs=0.01
+    )
 
 
 def test_batch_mode_raises_the_lower_bound_every_pass(iris):

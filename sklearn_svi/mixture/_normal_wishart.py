@@ -12,10 +12,23 @@ own rows of lambda and derives the covariances from them; the rest of the
 model does not depend on the type.
 """
 
+import math
+
 import numpy as np
 from scipy import linalg
 from sklearn.mixture._base import _check_shape
+from sklearn.mixture._gaussian_mixture import (
+    _compute_log_det_cholesky,
+    _compute_precision_cholesky,
+    _estimate_log_gaussian_prob,
+)
 from sklearn.utils import check_array
+
+_NOT_POSITIVE_DEFINITE = (
+    "The covariance of a component is not finite or not positive definite "
+    "(for instance when it holds a single sample or collapsed ones). Try "
+    "fewer components, a larger reg_covar, or scaled data."
+)
 
 
 class _NaturalLayout:
@@ -52,6 +65,8 @@ class _NaturalLayout:
 
 class _FullScale:
     """One full d x d scale per component, Psi stored row-major in d^2 rows."""
+
+    covariance_type = "full"
 
     def n_rows(self, n_features):
         return n_features**2
@@ -93,6 +108,44 @@ class _FullScale:
     def covariances(self, inverse_scales, dof):
         """(covariances_, degrees_of_freedom_): W_k^-1 / nu_k and nu_k."""
         return inverse_scales / dof[:, None, None], dof.copy()
+
+    def precisions_cholesky(self, covariances):
+        """The factors P_k with P_k P_k^T the inverse of each covariance.
+
+        scikit-learn's ``_compute_precision_cholesky``, with one batched
+        factorisation and inversion for all the components (a single
+        matrix for "tied").
+        """
+        try:
+            lower = np.linalg.cholesky(covariances)
+        except np.linalg.LinAlgError as error:
+            raise ValueError(_NOT_POSITIVE_DEFINITE) from error
+        # NumPy factors a matrix with NaN or infinite entries without error.
+        if not np.all(np.isfinite(lower)):
+            raise ValueError(_NOT_POSITIVE_DEFINITE)
+        return np.swapaxes(np.linalg.inv(lower), -1, -2)
+
+    def _component_factors(self, precisions_cholesky, n_components):
+        """The precision factor of each component, shape (K, d, d)."""
+        return precisions_cholesky
+
+    def log_gaussian(self, X, means, precisions_cholesky):
+        """log N(x_n | m_k, (P_k P_k^T)^-1), shape (n_samples, K).
+
+        scikit-learn's ``_estimate_log_gaussian_prob``, with the whitened
+        samples of all the components in one product.
+        """
+        n_samples, n_features = X.shape
+        n_components = means.shape[0]
+        factors = self._component_factors(precisions_cholesky, n_components)
+        whitened = X @ np.moveaxis(factors, 0, 1).reshape(n_features, -1)
+        whitened -= np.einsum("ki,kij->kj", means, factors).ravel()
+        whitened *= whitened
+        squared_distances = np.einsum(
+            "nkj->nk", whitened.reshape(n_samples, n_components, n_features)
+        )
+        log_det = _compute_log_det_cholesky(factors, "full", n_features)
+        return log_det - 0.5 * (n_features * math.log(2 * math.pi) + squared_distances)
 
     def project(self, natural, layout, covariance_prior):
         """Lift every W_k^-1 - W_0^-1 back to positive semi-definite.
@@ -143,9 +196,16 @@ class _TiedScale(_FullScale):
     mean, which keeps every row linear in the statistics.
     """
 
+    covariance_type = "tied"
+
     def covariances(self, inverse_scales, dof):
         tied_dof = dof.mean()
         return inverse_scales.mean(axis=0) / tied_dof, tied_dof
+
+    def _component_factors(self, precisions_cholesky, n_components):
+        return np.broadcast_to(
+            precisions_cholesky, (n_components, *precisions_cholesky.shape)
+        )
 
     def precisions(self, precisions_cholesky):
         return precisions_cholesky @ precisions_cholesky.T
@@ -159,6 +219,8 @@ class _TiedScale(_FullScale):
 
 class _DiagScale:
     """A diagonal scale per component: the d diagonal entries of Psi."""
+
+    covariance_type = "diag"
 
     def n_rows(self, n_features):
         return n_features
@@ -193,6 +255,14 @@ class _DiagScale:
     def covariances(self, inverse_scales, dof):
         return inverse_scales / dof[:, None], dof.copy()
 
+    def precisions_cholesky(self, covariances):
+        return _compute_precision_cholesky(covariances, self.covariance_type)
+
+    def log_gaussian(self, X, means, precisions_cholesky):
+        return _estimate_log_gaussian_prob(
+            X, means, precisions_cholesky, self.covariance_type
+        )
+
     def _outer_rows(self, mean_natural, beta):
         """The rows of beta_k m_k m_k^T that the scale keeps."""
         return mean_natural**2 / beta
@@ -218,6 +288,8 @@ class _DiagScale:
 
 class _SphericalScale(_DiagScale):
     """One variance per component: the mean of Psi's diagonal."""
+
+    covariance_type = "spherical"
 
     def n_rows(self, n_features):
         return 1
