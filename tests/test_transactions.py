@@ -77,11 +77,14 @@ DEFAULTS = {
 def default_data_for(name):
     """Data for the default estimator ``name``: documents of a vocabulary
     large enough that a minibatch lists few of its words, so that plain SVI
-    keeps lambda scaled and writes only the minibatch's rows."""
+    keeps lambda scaled and writes only the minibatch's rows; for the
+    mixture and the factorization, whose updates take a fraction of an LDA
+    update's time, enough samples that a fit lasts long next to the delay
+    of a signal."""
     if name.startswith("SVIMatrix"):
-        return data_for("factorization", n_samples=400)
+        return data_for("factorization", n_samples=1200)
     if name.startswith("SVIGaussian"):
-        return data_for("mixture", n_samples=400)
+        return data_for("mixture", n_samples=1200)
     return make_lda_corpus(
         n_documents=400, n_features=3000, n_topics=4, random_state=0
     )[0]
