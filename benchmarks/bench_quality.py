@@ -1,4 +1,4 @@
-"""Held-out fit against CPU time: our local steps, scikit-learn, gensim and tomotopy.
+"""Held-out fit against CPU time: our local steps, scikit-learn, gensim and samplers.
 
 A user picks a topic-model library by the quality it reaches in the time
 they have. Every library here fits the same training documents with the
@@ -15,23 +15,64 @@ of its first 20 sweeps and then after 8% more sweeps each time (a single
 sweep of tomotopy's default, which learns alpha, can take longer than a
 tenth of the first budgets). Only the training calls are timed (CPU seconds).
 
+Two more libraries sample with MALLET's SparseLDA in Rust: pyrmallet
+(0.1.2) and topica (0.62). Each has two rows:
+
+- "fixed priors, last sample": the priors of the others, alpha = eta = 1/K
+  (``alpha_sum=1``, ``beta=1/K``), none learned (``optimize_interval=0``),
+  and the topics of the last state of the chain (``num_samples=1``,
+  ``sample_interval=0``), as for tomotopy.
+- "default (learned, averaged)": every default of the library, as its
+  README and docstrings give them: ``alpha_sum=None`` (K, alpha = 1 per
+  topic) and ``beta=0.01`` to start from; alpha (one per topic) and beta
+  learned every ``optimize_interval=50`` sweeps after ``burn_in=200``; the
+  topics averaged over ``num_samples=5`` samples ``sample_interval=25``
+  sweeps apart, which both run after the sweeps asked for (125 sweeps more:
+  no default fit is shorter). topica's default sampler is
+  ``sampler="sparse"``; a third topica row runs ``sampler="warp"``
+  (WarpLDA), which its docstring advises "when per-sweep speed dominates
+  (large K, or K>=~50 ...)", with the other defaults. Its LightLDA
+  (``sampler="lightlda"``, ``mh_steps``) is not run.
+
+Neither library resumes a fit: each checkpoint fits anew from the same seed
+with more sweeps, on the schedule of tomotopy's (the 125 sweeps of the
+averaging counted in the 8%), and its time is that fit's alone, the
+chain's random start included (tomotopy's is timed too, in its first
+sweep). The corpora are built once, untimed, as tomotopy's documents are:
+the word indices as tokens, for pyrmallet ``Corpus.from_strings`` with
+``token_regex`` (its ``LatentDirichletAllocation`` takes raw text and keeps
+only tokens of letters, so the benchmark calls what its ``fit`` calls,
+``pyrmallet._rust_mallet.train``, with the same defaults), for topica
+``Corpus.from_documents``. topica's fits record no log-likelihood trace
+(``check_every=0``) and keep no theta draws (``keep_theta_draws=False``):
+diagnostics that change no topic.
+
 At each checkpoint the topics are scored by one held-out procedure, the
 same for every library: each topic's word distribution is its normalised
 parameters (lambda for the variational methods, the smoothed counts for
-the sampler); each held-out document's proportions theta are fitted to the
+the samplers: tomotopy's ``get_topic_word_dist``, pyrmallet's
+``topic_word_matrix()``, topica's ``topic_word``, each smoothed by the beta
+it used or learned and averaged over the samples it averages); each
+held-out document's proportions theta are fitted to the
 observed half of its words by the fixed point theta_k proportional to
 alpha + sum_w n_w theta_k beta_kw / sum_j theta_j beta_jw; the score is the
 per-word log probability of the other half, sum_w n_w log sum_k theta_k
 beta_kw (document completion, as in the papers). The held-out documents and
 their halves are those of ``bench_scale.py``. The same checkpoints are also
 scored with each model's own ``transform`` (tomotopy's: its Gibbs
-inference), which shows how much of a margin comes from the inference at
-evaluation time.
+inference; pyrmallet's ``TopicModel.infer`` with the 50 sweeps of its
+``n_inference_iter`` default; topica's ``LDA.transform`` with its
+defaults), which shows how much of a margin comes from the inference at
+evaluation time. The topics at each budget's checkpoint are also scored by
+the NPMI coherence of each topic's 10 top words in the training documents
+(:func:`sklearn_svi.metrics.coherence`) and their diversity, the share of
+distinct words among all topics' top words
+(:func:`sklearn_svi.metrics.topic_diversity`).
 
 The tables give each model's score at fixed CPU budgets, from its last
 checkpoint within the budget (mean ± standard deviation over seeds), by
-both procedures, how far before the budget that checkpoint came, and the
-first seed's curve.
+both procedures, the coherence and diversity (mean over seeds), how far
+before the budget that checkpoint came, and the first seed's curve.
 
 Run ``python benchmarks/bench_quality.py NewsArticles --n-components 50
 --batch-size 128``, ``python benchmarks/bench_quality.py healthtweets
@@ -39,10 +80,19 @@ Run ``python benchmarks/bench_quality.py NewsArticles --n-components 50
 summary --batch-size 1024`` for a TSV file of texts. ``--models`` and
 ``--seeds`` run a part of the comparison, ``--budgets`` sets how long: each
 run is kept in ``results/quality_CORPUS.json`` (replacing an earlier run of
-the same model and seed) and the report is written from every run kept, so
-the models and seeds of a long comparison can be run by separate commands,
-at once on separate cores. Needs gensim and tomotopy (``pip install gensim
-tomotopy``).
+the same model and seed; ``--results-dir`` keeps them elsewhere) and the
+report is written from every run kept, so the models and seeds of a long
+comparison can be run by separate commands, at once on separate cores.
+``--n-components 1000`` runs every row.
+
+``--threads 2`` gives every library that has the setting two threads: ours
+and scikit-learn ``n_jobs=2``, tomotopy ``workers=2``, topica
+``num_threads=2`` (its approximate parallel sampler) and BLAS two threads.
+gensim's online model has no such setting, and pyrmallet has none either:
+it samples on one thread. The fits are then timed in wall seconds
+(``time.perf_counter``), and the runs and report are
+``quality_CORPUS_threads2.json`` and ``.rst``. Needs gensim, tomotopy,
+pyrmallet and topica (``pip install gensim tomotopy pyrmallet topica``).
 """
 
 import fcntl
@@ -74,6 +124,9 @@ RESULTS_DIR = Path(__file__).resolve().parent / "results"
 ONLINE_CHECKPOINT_UPDATES = 4
 GIBBS_EVERY_SWEEP = 20
 HELD_OUT_ITERATIONS = 200
+AVERAGED_SWEEPS = 5 * 25
+"""The sweeps pyrmallet and topica run by default after those asked for:
+``num_samples=5`` samples ``sample_interval=25`` sweeps apart."""
 TOP_WORDS = 10
 
 
@@ -447,13 +500,15 @@ def timed_checkpoints(model, steps, budgets, clock=time.process_time):
             yield seconds, model.snapshot()
 
 
-def gibbs_sweeps():
+def gibbs_sweeps(extra=0):
     """Sweeps between the sampler's checkpoints: one at a time for the
     first ``GIBBS_EVERY_SWEEP``, then 8% more each time, so that a budget's
-    last checkpoint comes less than a tenth before it."""
+    last checkpoint comes less than a tenth before it. A fit that runs
+    ``extra`` sweeps beyond those asked for counts them in the 8%."""
     done = 0
     while True:
-        step = 1 if done < GIBBS_EVERY_SWEEP else max(1, round(done * 0.08))
+        total = done + extra
+        step = 1 if total < GIBBS_EVERY_SWEEP else max(1, round(total * 0.08))
         done += step
         yield step
 
@@ -577,7 +632,8 @@ def make_run(name, X_train, n_components, batch_size, seed, budgets, threads=1):
         sampler = REFITTED_SAMPLERS[name](
             X_train, n_components, seed, settings, threads
         )
-        return timed_checkpoints(sampler, gibbs_sweeps(), budgets, clock)
+        extra = 0 if name.endswith("-fixed") else AVERAGED_SWEEPS
+        return timed_checkpoints(sampler, gibbs_sweeps(extra), budgets, clock)
     model = online_model(name, X_train, n_components, batch_size, seed, threads)
     part_size = min(ONLINE_CHECKPOINT_UPDATES * model.batch_size, X_train.shape[0])
     return timed_checkpoints(
