@@ -261,7 +261,7 @@ class RefittedSampler:
         Number of topics K.
     seed : int
         Seed of the sampler and of its inference.
-    settings : dict
+    settings : dict or tuple of dict
         The library's settings of the row (:func:`sampler_settings`).
     threads : int
         The library's threads.
@@ -340,8 +340,9 @@ class PyrmalletLDA(RefittedSampler):
         # Its inference takes dense counts over the vocabulary: a few
         # documents at a time.
         for begin in range(0, len(documents), 64):
-            counts = np.zeros((len(documents[begin : begin + 64]), len(index)))
-            for row, tokens in enumerate(documents[begin : begin + 64]):
+            part = documents[begin : begin + 64]
+            counts = np.zeros((len(part), len(index)))
+            for row, tokens in enumerate(part):
                 np.add.at(counts[row], [index[token] for token in tokens], 1.0)
             theta += self.fitted.infer(counts.tolist(), n_iter=50, seed=self.seed)
         return theta
