@@ -1,4 +1,4 @@
-"""Held-out fit against CPU time: our local steps, scikit-learn, gensim and tomotopy.
+"""Held-out fit against CPU time: our local steps, scikit-learn, gensim and samplers.
 
 A user picks a topic-model library by the quality it reaches in the time
 they have. Every library here fits the same training documents with the
@@ -15,23 +15,64 @@ of its first 20 sweeps and then after 8% more sweeps each time (a single
 sweep of tomotopy's default, which learns alpha, can take longer than a
 tenth of the first budgets). Only the training calls are timed (CPU seconds).
 
+Two more libraries sample with MALLET's SparseLDA in Rust: pyrmallet
+(0.1.2) and topica (0.62). Each has two rows:
+
+- "fixed priors, last sample": the priors of the others, alpha = eta = 1/K
+  (``alpha_sum=1``, ``beta=1/K``), none learned (``optimize_interval=0``),
+  and the topics of the last state of the chain (``num_samples=1``,
+  ``sample_interval=0``), as for tomotopy.
+- "default (learned, averaged)": every default of the library, as its
+  README and docstrings give them: ``alpha_sum=None`` (K, alpha = 1 per
+  topic) and ``beta=0.01`` to start from; alpha (one per topic) and beta
+  learned every ``optimize_interval=50`` sweeps after ``burn_in=200``; the
+  topics averaged over ``num_samples=5`` samples ``sample_interval=25``
+  sweeps apart, which both run after the sweeps asked for (125 sweeps more:
+  no default fit is shorter). topica's default sampler is
+  ``sampler="sparse"``; a third topica row runs ``sampler="warp"``
+  (WarpLDA), which its docstring advises "when per-sweep speed dominates
+  (large K, or K>=~50 ...)", with the other defaults. Its LightLDA
+  (``sampler="lightlda"``, ``mh_steps``) is not run.
+
+Neither library resumes a fit: each checkpoint fits anew from the same seed
+with more sweeps, on the schedule of tomotopy's (the 125 sweeps of the
+averaging counted in the 8%), and its time is that fit's alone, the
+chain's random start included (tomotopy's is timed too, in its first
+sweep). The corpora are built once, untimed, as tomotopy's documents are:
+the word indices as tokens, for pyrmallet ``Corpus.from_strings`` with
+``token_regex`` (its ``LatentDirichletAllocation`` takes raw text and keeps
+only tokens of letters, so the benchmark calls what its ``fit`` calls,
+``pyrmallet._rust_mallet.train``, with the same defaults), for topica
+``Corpus.from_documents``. topica's fits record no log-likelihood trace
+(``check_every=0``) and keep no theta draws (``keep_theta_draws=False``):
+diagnostics that change no topic.
+
 At each checkpoint the topics are scored by one held-out procedure, the
 same for every library: each topic's word distribution is its normalised
 parameters (lambda for the variational methods, the smoothed counts for
-the sampler); each held-out document's proportions theta are fitted to the
+the samplers: tomotopy's ``get_topic_word_dist``, pyrmallet's
+``topic_word_matrix()``, topica's ``topic_word``, each smoothed by the beta
+it used or learned and averaged over the samples it averages); each
+held-out document's proportions theta are fitted to the
 observed half of its words by the fixed point theta_k proportional to
 alpha + sum_w n_w theta_k beta_kw / sum_j theta_j beta_jw; the score is the
 per-word log probability of the other half, sum_w n_w log sum_k theta_k
 beta_kw (document completion, as in the papers). The held-out documents and
 their halves are those of ``bench_scale.py``. The same checkpoints are also
 scored with each model's own ``transform`` (tomotopy's: its Gibbs
-inference), which shows how much of a margin comes from the inference at
-evaluation time.
+inference; pyrmallet's ``TopicModel.infer`` with the 50 sweeps of its
+``n_inference_iter`` default; topica's ``LDA.transform`` with its
+defaults), which shows how much of a margin comes from the inference at
+evaluation time. The topics at each budget's checkpoint are also scored by
+the NPMI coherence of each topic's 10 top words in the training documents
+(:func:`sklearn_svi.metrics.coherence`) and their diversity, the share of
+distinct words among all topics' top words
+(:func:`sklearn_svi.metrics.topic_diversity`).
 
 The tables give each model's score at fixed CPU budgets, from its last
 checkpoint within the budget (mean ± standard deviation over seeds), by
-both procedures, how far before the budget that checkpoint came, and the
-first seed's curve.
+both procedures, the coherence and diversity (mean over seeds), how far
+before the budget that checkpoint came, and the first seed's curve.
 
 Run ``python benchmarks/bench_quality.py NewsArticles --n-components 50
 --batch-size 128``, ``python benchmarks/bench_quality.py healthtweets
@@ -39,17 +80,26 @@ Run ``python benchmarks/bench_quality.py NewsArticles --n-components 50
 summary --batch-size 1024`` for a TSV file of texts. ``--models`` and
 ``--seeds`` run a part of the comparison, ``--budgets`` sets how long: each
 run is kept in ``results/quality_CORPUS.json`` (replacing an earlier run of
-the same model and seed) and the report is written from every run kept, so
-the models and seeds of a long comparison can be run by separate commands,
-at once on separate cores. Needs gensim and tomotopy (``pip install gensim
-tomotopy``).
+the same model and seed; ``--results-dir`` keeps them elsewhere) and the
+report is written from every run kept, so the models and seeds of a long
+comparison can be run by separate commands, at once on separate cores.
+``--n-components 1000`` runs every row.
+
+``--threads 2`` gives every library that has the setting two threads: ours
+and scikit-learn ``n_jobs=2``, tomotopy ``workers=2``, topica
+``num_threads=2`` (its approximate parallel sampler) and BLAS two threads.
+gensim's online model has no such setting, and pyrmallet has none either:
+it samples on one thread. The fits are then timed in wall seconds
+(``time.perf_counter``), and the runs and report are
+``quality_CORPUS_threads2.json`` and ``.rst``. Needs gensim, tomotopy,
+pyrmallet and topica (``pip install gensim tomotopy pyrmallet topica``).
 """
 
 import fcntl
 import itertools
 import json
 import time
-from copy import deepcopy
+from copy import copy, deepcopy
 from pathlib import Path
 
 import numpy as np
@@ -58,7 +108,7 @@ from sklearn.decomposition import LatentDirichletAllocation
 from threadpoolctl import threadpool_limits
 
 from sklearn_svi import AnnealedLDA, FilteredLDA, SmoothedLDA
-from sklearn_svi.metrics import log_predictive
+from sklearn_svi.metrics import coherence, log_predictive, topic_diversity
 
 from _common import (
     CORPUS_HELD_OUT_FRACTION,
@@ -74,6 +124,10 @@ RESULTS_DIR = Path(__file__).resolve().parent / "results"
 ONLINE_CHECKPOINT_UPDATES = 4
 GIBBS_EVERY_SWEEP = 20
 HELD_OUT_ITERATIONS = 200
+AVERAGED_SWEEPS = 5 * 25
+"""The sweeps pyrmallet and topica run by default after those asked for:
+``num_samples=5`` samples ``sample_interval=25`` sweeps apart."""
+TOP_WORDS = 10
 
 
 class PlugInTopics:
@@ -133,9 +187,13 @@ class TomotopyLDA:
         Seed of the sampler.
     optim_interval : int
         Sweeps between tomotopy's updates of alpha; 0 keeps alpha = 1/K.
+    threads : int, default=1
+        tomotopy's ``workers`` in training and inference.
     """
 
-    def __init__(self, X_train, n_components, seed, optim_interval):
+    refits = False
+
+    def __init__(self, X_train, n_components, seed, optim_interval, threads=1):
         import tomotopy
 
         self.model = tomotopy.LDAModel(
@@ -146,22 +204,20 @@ class TomotopyLDA:
         )
         self.model.optim_interval = optim_interval
         self.n_features = X_train.shape[1]
+        self.threads = threads
         for tokens in _token_lists(X_train):
             if tokens:
                 self.model.add_doc(tokens)
 
     def train(self, n_sweeps):
-        """``n_sweeps`` more sweeps of the sampler, on one thread."""
-        self.model.train(n_sweeps, workers=1)
+        """``n_sweeps`` more sweeps of the sampler, on ``threads`` workers."""
+        self.model.train(n_sweeps, workers=self.threads)
 
     @property
     def components_(self):
         """Each topic's smoothed word distribution, over all the columns."""
-        topic_word = np.zeros((self.model.k, self.n_features))
-        words = [int(word) for word in self.model.used_vocabs]
-        for k in range(self.model.k):
-            topic_word[k, words] = self.model.get_topic_word_dist(k)
-        return topic_word
+        topic_word = [self.model.get_topic_word_dist(k) for k in range(self.model.k)]
+        return _over_columns(topic_word, self.model.used_vocabs, self.n_features)
 
     def transform(self, X):
         """tomotopy's own inference of the documents' proportions.
@@ -169,26 +225,190 @@ class TomotopyLDA:
         Words the training documents never held are left out, as tomotopy
         does; a document with no known word gets uniform proportions.
         """
-        known = {str(word) for word in self.model.used_vocabs}
-        theta = np.full((X.shape[0], self.model.k), 1.0 / self.model.k)
-        documents, rows = [], []
-        for d, tokens in enumerate(_token_lists(X)):
-            tokens = [token for token in tokens if token in known]
-            if tokens:
-                documents.append(self.model.make_doc(tokens))
-                rows.append(d)
-        if documents:
+
+        def infer(documents):
             # tomotopy 0.14 returns the documents' topic distributions.
-            distributions, _ = self.model.infer(documents, workers=1)
-            theta[rows] = np.asarray(distributions)
-        return theta
+            documents = [self.model.make_doc(tokens) for tokens in documents]
+            return self.model.infer(documents, workers=self.threads)[0]
+
+        return _inferred_proportions(X, self.model.used_vocabs, self.model.k, infer)
 
     def snapshot(self):
         """A copy of the sampler's state, not timed."""
         copy = object.__new__(TomotopyLDA)
         copy.model = type(self.model).loads(self.model.saves(full=False))
         copy.n_features = self.n_features
+        copy.threads = self.threads
         return copy
+
+
+class RefittedSampler:
+    """A Gibbs sampler of a library that cannot resume training.
+
+    ``train(n)`` fits anew from the same seed, with ``n`` more sweeps than
+    the fit before (``refits``: a checkpoint's time is that fit's alone, not
+    the sum of the fits so far). The training documents are converted to
+    the library's corpus once, untimed. A subclass fits by ``_fit(n_sweeps)``
+    and reads the fitted model's topics by ``_topic_word()`` and its own
+    inference by ``_infer(documents)``; the fitted model has the
+    ``vocabulary`` of its columns, the word indices as text.
+
+    Parameters
+    ----------
+    X_train : scipy.sparse.csr_matrix
+        The training counts.
+    n_components : int
+        Number of topics K.
+    seed : int
+        Seed of the sampler and of its inference.
+    settings : dict or tuple of dict
+        The library's settings of the row (:func:`sampler_settings`).
+    threads : int
+        The library's threads.
+    """
+
+    refits = True
+
+    def __init__(self, X_train, n_components, seed, settings, threads):
+        self.n_features = X_train.shape[1]
+        self.n_components = n_components
+        self.seed = seed
+        self.settings = settings
+        self.threads = threads
+        self.sweeps = 0
+        self.fitted = None
+        self.corpus = self._corpus([t for t in _token_lists(X_train) if t])
+
+    def train(self, n_sweeps):
+        """Fit anew with ``n_sweeps`` more sweeps than the last fit."""
+        self.sweeps += n_sweeps
+        self.fitted = self._fit(self.sweeps)
+
+    @property
+    def components_(self):
+        """Each topic's word distribution as the library estimates it (the
+        smoothed counts, averaged over its samples if it averages), over all
+        the columns."""
+        return _over_columns(
+            self._topic_word(), self.fitted.vocabulary, self.n_features
+        )
+
+    def transform(self, X):
+        """The library's own inference of the documents' proportions; words
+        the training documents never held are left out and a document with no
+        known word gets uniform proportions, as for tomotopy."""
+        return _inferred_proportions(
+            X, self.fitted.vocabulary, self.n_components, self._infer
+        )
+
+    def snapshot(self):
+        """The sampler as fitted so far: the next ``train`` makes a new fit
+        and leaves this one as it is."""
+        return copy(self)
+
+
+class PyrmalletLDA(RefittedSampler):
+    """pyrmallet's SparseLDA sampler (``pyrmallet._rust_mallet.train``, what
+    its ``LatentDirichletAllocation.fit`` calls) on the word indices as
+    tokens (``token_regex``), and its inference ``TopicModel.infer`` with
+    ``n_inference_iter``'s default of 50 sweeps."""
+
+    def _corpus(self, documents):
+        from pyrmallet import _rust_mallet
+
+        return _rust_mallet.Corpus.from_strings(
+            [" ".join(tokens) for tokens in documents], token_regex=r"\S+"
+        )
+
+    def _fit(self, n_sweeps):
+        from pyrmallet import _rust_mallet
+
+        return _rust_mallet.train(
+            self.corpus,
+            num_topics=self.n_components,
+            iterations=n_sweeps,
+            seed=self.seed,
+            **self.settings,
+        )
+
+    def _topic_word(self):
+        return np.array(self.fitted.topic_word_matrix())
+
+    def _infer(self, documents):
+        index = {word: i for i, word in enumerate(self.fitted.vocabulary)}
+        theta = []
+        # Its inference takes dense counts over the vocabulary: a few
+        # documents at a time.
+        for begin in range(0, len(documents), 64):
+            part = documents[begin : begin + 64]
+            counts = np.zeros((len(part), len(index)))
+            for row, tokens in enumerate(part):
+                np.add.at(counts[row], [index[token] for token in tokens], 1.0)
+            theta += self.fitted.infer(counts.tolist(), n_iter=50, seed=self.seed)
+        return theta
+
+
+class TopicaLDA(RefittedSampler):
+    """topica's ``LDA`` fitted on a ``topica.Corpus`` of the word indices as
+    tokens, and its own inference ``LDA.transform`` with its defaults."""
+
+    def _corpus(self, documents):
+        import topica
+
+        return topica.Corpus.from_documents(documents)
+
+    def _fit(self, n_sweeps):
+        import topica
+
+        model_settings, fit_settings = self.settings
+        model = topica.LDA(
+            self.n_components,
+            seed=self.seed,
+            num_threads=self.threads,
+            **model_settings,
+        )
+        # The log-likelihood trace and the kept theta draws are diagnostics
+        # that change no topic: left out.
+        return model.fit(
+            self.corpus,
+            iters=n_sweeps,
+            check_every=0,
+            keep_theta_draws=False,
+            **fit_settings,
+        )
+
+    def _topic_word(self):
+        return self.fitted.topic_word
+
+    def _infer(self, documents):
+        return self.fitted.transform(documents, seed=self.seed)
+
+
+def _over_columns(topic_word, vocabulary, n_features):
+    """A library's topics over its ``vocabulary`` (the word indices as text)
+    spread over all ``n_features`` columns, zero where the training documents
+    never held the word."""
+    topic_word = np.asarray(topic_word)
+    spread = np.zeros((topic_word.shape[0], n_features))
+    spread[:, [int(word) for word in vocabulary]] = topic_word
+    return spread
+
+
+def _inferred_proportions(X, vocabulary, n_components, infer):
+    """The proportions ``infer`` gives the documents of ``X`` (as token
+    lists without the words out of ``vocabulary``); uniform for a document
+    with no word of it."""
+    known = {str(word) for word in vocabulary}
+    theta = np.full((X.shape[0], n_components), 1.0 / n_components)
+    documents, rows = [], []
+    for d, tokens in enumerate(_token_lists(X)):
+        tokens = [token for token in tokens if token in known]
+        if tokens:
+            documents.append(tokens)
+            rows.append(d)
+    if documents:
+        theta[rows] = np.asarray(infer(documents))
+    return theta
 
 
 def _token_lists(X):
@@ -215,6 +435,8 @@ class OnlineModel:
     part_size : int
         Documents of each ``partial_fit`` call between two checkpoints.
     """
+
+    refits = False
 
     def __init__(self, model, X_train, seed, part_size):
         self.model = model
@@ -253,23 +475,25 @@ def score_marks(budgets):
     return sorted({*budgets, *(0.1 * 1.5**n for n in range(20))})
 
 
-def timed_checkpoints(model, steps, budgets):
+def timed_checkpoints(model, steps, budgets, clock=time.process_time):
     """Train ``model`` by ``model.train(n)`` for each n of ``steps``.
 
-    Yields the CPU seconds of training so far and a snapshot of the model
-    after a step whose successor may pass one of :func:`score_marks` (it
-    would if it took twice as long as this one), and after the last step,
-    once the largest budget and 5% more are spent. Copying the model after
-    every step would cost more than the fit of a fast model.
+    Yields the seconds of training so far by ``clock`` (CPU seconds, or
+    ``time.perf_counter``'s wall seconds) and a snapshot of the model after
+    a step whose successor may pass one of :func:`score_marks` (it would if
+    it took twice as long as this one), and after the last step, once the
+    largest budget and 5% more are spent. Copying the model after every step
+    would cost more than the fit of a fast model. For a model that
+    ``refits``, the seconds are those of its last fit alone.
     """
     marks = score_marks(budgets)
     max_seconds = max(budgets) * 1.05
     seconds = 0.0
     for n in steps:
-        start = time.process_time()
+        start = clock()
         model.train(n)
-        duration = time.process_time() - start
-        seconds += duration
+        duration = clock() - start
+        seconds = duration if model.refits else seconds + duration
         if seconds >= max_seconds:
             yield seconds, model.snapshot()
             return
@@ -277,13 +501,15 @@ def timed_checkpoints(model, steps, budgets):
             yield seconds, model.snapshot()
 
 
-def gibbs_sweeps():
+def gibbs_sweeps(extra=0):
     """Sweeps between the sampler's checkpoints: one at a time for the
     first ``GIBBS_EVERY_SWEEP``, then 8% more each time, so that a budget's
-    last checkpoint comes less than a tenth before it."""
+    last checkpoint comes less than a tenth before it. A fit that runs
+    ``extra`` sweeps beyond those asked for counts them in the 8%."""
     done = 0
     while True:
-        step = 1 if done < GIBBS_EVERY_SWEEP else max(1, round(done * 0.08))
+        total = done + extra
+        step = 1 if total < GIBBS_EVERY_SWEEP else max(1, round(total * 0.08))
         done += step
         yield step
 
@@ -304,20 +530,54 @@ MODELS = {
     "gensim": "gensim online, auto priors",
     "tomotopy-fixed": "tomotopy collapsed Gibbs, fixed priors",
     "tomotopy-default": "tomotopy collapsed Gibbs, default (learned alpha)",
+    "pyrmallet-fixed": "pyrmallet SparseLDA, fixed priors, last sample",
+    "pyrmallet-default": "pyrmallet SparseLDA, default (learned, averaged)",
+    "topica-fixed": "topica SparseLDA, fixed priors, last sample",
+    "topica-default": "topica SparseLDA, default (learned, averaged)",
+    "topica-warp": 'topica sampler="warp", otherwise default',
 }
 """The models compared: the name ``--models`` takes, and the label of the
 tables, in the tables' order."""
 GIBBS_OPTIM_INTERVALS = {"tomotopy-fixed": 0, "tomotopy-default": 10}
 """tomotopy's ``optim_interval`` of each of its rows."""
+REFITTED_SAMPLERS = {
+    "pyrmallet-fixed": PyrmalletLDA,
+    "pyrmallet-default": PyrmalletLDA,
+    "topica-fixed": TopicaLDA,
+    "topica-default": TopicaLDA,
+    "topica-warp": TopicaLDA,
+}
+"""The sampler of each row of a library that cannot resume training."""
 
 
-def online_model(name, X_train, n_components, batch_size, seed):
-    """The unfitted online model of ``MODELS[name]``."""
+def sampler_settings(name, n_components):
+    """The settings of the row ``MODELS[name]`` of pyrmallet or topica.
+
+    The fixed rows set alpha = eta = 1/K (an alpha sum of 1), learn no
+    prior and keep the last sample; the others keep every default of the
+    library (``sampler="warp"`` aside). For topica, the settings of
+    ``topica.LDA`` and those of its ``fit``.
+    """
+    fixed = dict(alpha_sum=1.0, beta=1.0 / n_components, optimize_interval=0)
+    last_sample = dict(num_samples=1, sample_interval=0)
+    return {
+        "pyrmallet-fixed": {**fixed, **last_sample},
+        "pyrmallet-default": {},
+        "topica-fixed": (fixed, last_sample),
+        "topica-default": ({}, {}),
+        "topica-warp": ({"sampler": "warp"}, {}),
+    }[name]
+
+
+def online_model(name, X_train, n_components, batch_size, seed, threads=1):
+    """The unfitted online model of ``MODELS[name]``, with ``n_jobs=threads``
+    (gensim's online model, which has no such setting, aside)."""
     common = dict(
         n_components=n_components,
         batch_size=batch_size,
         total_samples=X_train.shape[0],
         random_state=seed,
+        n_jobs=threads,
     )
     if name == "plain":
         return SmoothedLDA(**common)
@@ -354,23 +614,34 @@ def online_model(name, X_train, n_components, batch_size, seed):
     )
 
 
-def make_run(name, X_train, n_components, batch_size, seed, budgets):
+def make_run(name, X_train, n_components, batch_size, seed, budgets, threads=1):
     """The checkpoint generator of the model ``MODELS[name]``.
 
     The online models are checked every ``ONLINE_CHECKPOINT_UPDATES``
-    updates (batch CVB0 after each of its passes), the sampler after each
-    of its first sweeps and then every 8% more sweeps
-    (:func:`gibbs_sweeps`).
+    updates (batch CVB0 after each of its passes), the samplers after each
+    of their first sweeps and then every 8% more sweeps
+    (:func:`gibbs_sweeps`). On one thread the time is CPU seconds, on more
+    wall seconds.
     """
+    clock = time.process_time if threads == 1 else time.perf_counter
     if name in GIBBS_OPTIM_INTERVALS:
-        sampler = TomotopyLDA(X_train, n_components, seed, GIBBS_OPTIM_INTERVALS[name])
-        return timed_checkpoints(sampler, gibbs_sweeps(), budgets)
-    model = online_model(name, X_train, n_components, batch_size, seed)
+        optim_interval = GIBBS_OPTIM_INTERVALS[name]
+        sampler = TomotopyLDA(X_train, n_components, seed, optim_interval, threads)
+        return timed_checkpoints(sampler, gibbs_sweeps(), budgets, clock)
+    if name in REFITTED_SAMPLERS:
+        settings = sampler_settings(name, n_components)
+        sampler = REFITTED_SAMPLERS[name](
+            X_train, n_components, seed, settings, threads
+        )
+        extra = 0 if name.endswith("-fixed") else AVERAGED_SWEEPS
+        return timed_checkpoints(sampler, gibbs_sweeps(extra), budgets, clock)
+    model = online_model(name, X_train, n_components, batch_size, seed, threads)
     part_size = min(ONLINE_CHECKPOINT_UPDATES * model.batch_size, X_train.shape[0])
     return timed_checkpoints(
         OnlineModel(model, X_train, seed, part_size),
         itertools.repeat(1),
         budgets,
+        clock,
     )
 
 
@@ -392,39 +663,53 @@ def scored_checkpoints(checkpoints, budgets):
     yield (*pending, True)
 
 
-def score_curve(checkpoints, budgets, completion, alpha):
-    """CPU seconds and the two held-out scores at each scored checkpoint.
+def topic_quality(topic_word, X_train):
+    """NPMI coherence in the training documents and diversity of the topics'
+    ``TOP_WORDS`` top words."""
+    topics = PlugInTopics(topic_word, alpha=None)
+    return (
+        coherence(topics, X_train, measure="npmi", top_n=TOP_WORDS),
+        topic_diversity(topics, top_n=TOP_WORDS),
+    )
+
+
+def score_curve(checkpoints, budgets, completion, alpha, X_train):
+    """Seconds, the two held-out scores and the topics' coherence and
+    diversity at each scored checkpoint.
 
     Returns
     -------
     curve : list of tuple
-        (seconds, plug-in score, the model's own score): the topics scored
-        by :class:`PlugInTopics`, and by the model's own ``transform``. The
-        own score, which only the table of the budgets shows, is computed at
-        the budgets' checkpoints alone (NaN elsewhere): tomotopy's inference
-        costs seconds.
+        (seconds, plug-in score, the model's own score, NPMI coherence,
+        topic diversity): the topics scored by :class:`PlugInTopics`, by the
+        model's own ``transform``, and by :func:`topic_quality`. All but the
+        plug-in score, which only the tables of the budgets show, are
+        computed at the budgets' checkpoints alone (NaN elsewhere):
+        tomotopy's inference costs seconds.
     """
     curve = []
     for seconds, model, at_budget in scored_checkpoints(checkpoints, budgets):
-        plug_in = held_out_log_predictive(model.components_, completion, alpha)
-        own = log_predictive(model, *completion) if at_budget else np.nan
-        curve.append((seconds, plug_in, own))
+        topic_word = model.components_
+        plug_in = held_out_log_predictive(topic_word, completion, alpha)
+        if at_budget:
+            own = log_predictive(model, *completion)
+            curve.append((seconds, plug_in, own, *topic_quality(topic_word, X_train)))
+        else:
+            curve.append((seconds, plug_in, *(np.nan,) * 3))
     return curve
 
 
 def score_at_budgets(run, budgets, column=1):
     """The score ``column`` of the last checkpoint of ``run`` within each
-    budget; None if there is none, or if the run was not given that budget."""
+    budget; None if there is none, if the run was not given that budget, or
+    if it was stored before that score was measured."""
     points = run["points"]
-    return [
-        max(
-            (point for point in points if point[0] <= budget),
-            default=(None,) * 3,
-        )[column]
-        if budget <= max(run["budgets"])
-        else None
-        for budget in budgets
-    ]
+    scores = []
+    for budget in budgets:
+        point = max((point for point in points if point[0] <= budget), default=())
+        reached = budget <= max(run["budgets"]) and column < len(point)
+        scores.append(point[column] if reached else None)
+    return scores
 
 
 def format_budgets(runs, budgets, column=1):
@@ -479,6 +764,22 @@ def format_against_plain_svi(runs, budgets):
     )
 
 
+def format_topic_quality(runs, budgets):
+    """The mean over seeds of the NPMI coherence and the topic diversity at
+    each budget ("-" where a seed did not reach or run to it, or was stored
+    without them)."""
+    rows = []
+    for label, seeds in runs.items():
+        cells = []
+        for budget in budgets:
+            for column in (3, 4):
+                scores = [score_at_budgets(run, [budget], column)[0] for run in seeds]
+                cells.append("-" if None in scores else f"{np.mean(scores):.3f}")
+        rows.append([label, *cells])
+    header = [f"{budget:g} s {name}" for budget in budgets for name in ("npmi", "div")]
+    return simple_table(["Model", *header], rows)
+
+
 def format_lateness(runs, budgets):
     """How far below each budget the last checkpoint within it came, at most
     over seeds, as a share of the budget."""
@@ -496,8 +797,8 @@ def format_lateness(runs, budgets):
     return simple_table(["Model", *(f"{budget:g} s" for budget in budgets)], rows)
 
 
-def format_curves(runs):
-    """The first seed's checkpoints: CPU seconds and plug-in score."""
+def format_curves(runs, clock_name="CPU"):
+    """The first seed's checkpoints: seconds and plug-in score."""
     rows = [
         [
             label,
@@ -507,7 +808,7 @@ def format_curves(runs):
         ]
         for label, seeds in runs.items()
     ]
-    return simple_table(["Model", "CPU s : held-out log predictive"], rows)
+    return simple_table(["Model", f"{clock_name} s : held-out log predictive"], rows)
 
 
 def fit_and_score(args, X_train, completion, alpha):
@@ -522,12 +823,19 @@ def fit_and_score(args, X_train, completion, alpha):
     for seed in args.seeds:
         for name in args.models:
             checkpoints = make_run(
-                name, X_train, args.n_components, args.batch_size, seed, args.budgets
+                name,
+                X_train,
+                args.n_components,
+                args.batch_size,
+                seed,
+                args.budgets,
+                args.threads,
             )
-            points = score_curve(checkpoints, args.budgets, completion, alpha)
+            points = score_curve(checkpoints, args.budgets, completion, alpha, X_train)
+            seconds, plug_in, own, npmi, diversity = points[-1]
             print(
-                f"seed {seed} {MODELS[name]}: {points[-1][1]:.4f}, "
-                f"own {points[-1][2]:.4f} ({points[-1][0]:.1f} s)",
+                f"seed {seed} {MODELS[name]}: {plug_in:.4f}, own {own:.4f}, "
+                f"npmi {npmi:.3f}, diversity {diversity:.3f} ({seconds:.1f} s)",
                 flush=True,
             )
             yield {
@@ -596,7 +904,7 @@ def by_label(runs):
     return ordered
 
 
-def write_report(path, header, runs):
+def write_report(path, header, runs, clock_name="CPU"):
     """Print and write the tables of every run kept."""
     runs = by_label(runs)
     budgets = sorted(
@@ -606,22 +914,27 @@ def write_report(path, header, runs):
     scores = format_budgets(runs, budgets)
     paired = format_against_plain_svi(runs, budgets)
     own = format_budgets(runs, budgets, column=2)
+    quality = format_topic_quality(runs, budgets)
     lateness = format_lateness(runs, budgets)
-    detail = format_curves(runs)
-    print(scores, paired, own, lateness, detail, sep="\n\n")
+    detail = format_curves(runs, clock_name)
+    print(scores, paired, own, quality, lateness, detail, sep="\n\n")
     write_results(
         path,
         [
             f"{header}, seeds {', '.join(map(str, seeds))}; held-out per-word log "
-            "predictive at each CPU budget, every model's topics scored by the "
-            'same plug-in inference ("-": the model was not run to that budget).',
+            f"predictive at each {clock_name} budget, every model's topics scored by "
+            'the same plug-in inference ("-": the model was not run to that budget).',
             scores,
             "Each mechanism's default minus plain SVI, seed by seed (the same "
             "random_state; mean ± standard error):",
             paired,
             "The same checkpoints scored by each model's own transform "
-            "(tomotopy: its Gibbs inference):",
+            "(tomotopy, pyrmallet, topica: their Gibbs inference):",
             own,
+            f"NPMI coherence in the training documents (npmi) and topic diversity "
+            f"(div) of each topic's top {TOP_WORDS} words at the same "
+            "checkpoints (mean over seeds):",
+            quality,
             "How far before each budget the last checkpoint within it came "
             "(the largest share over seeds):",
             lateness,
@@ -633,6 +946,19 @@ def write_report(path, header, runs):
 
 def main(argv=None):
     parser = corpus_parser(__doc__)
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="threads of every library that has the setting; more than one "
+        "times the fits in wall seconds and writes quality_CORPUS_threadsN",
+    )
+    parser.add_argument(
+        "--results-dir",
+        type=Path,
+        default=RESULTS_DIR,
+        help="where the runs and the report are kept",
+    )
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument(
@@ -652,21 +978,28 @@ def main(argv=None):
     X_train, completion = completion_split(X, CORPUS_HELD_OUT_FRACTION, rng)
     alpha = 1.0 / args.n_components
     name = corpus_name(args.corpus)
+    threads = "one thread"
+    clock_name = "CPU"
+    if args.threads > 1:
+        name += f"_threads{args.threads}"
+        threads = f"{args.threads} threads, wall seconds"
+        clock_name = "wall"
     header = (
-        f"{name}: {X_train.shape[0]} training documents "
+        f"{corpus_name(args.corpus)}: {X_train.shape[0]} training documents "
         f"({X_train.sum() / X_train.shape[0]:.1f} words each), {X.shape[1]} words, "
         f"{completion.predicted.shape[0]} held out; K={args.n_components}, "
-        f"minibatches of {args.batch_size}, one thread"
+        f"minibatches of {args.batch_size}, {threads}"
     )
     print(header, flush=True)
-    store = RunStore(RESULTS_DIR / f"quality_{name}.json", header)
+    args.results_dir.mkdir(parents=True, exist_ok=True)
+    store = RunStore(args.results_dir / f"quality_{name}.json", header)
 
-    # One thread for every library, BLAS included: the fits, whose CPU time
-    # is the budget, and the scoring.
-    with threadpool_limits(limits=1):
+    # The same threads for every library, BLAS included: the fits, whose
+    # time is the budget, and the scoring.
+    with threadpool_limits(limits=args.threads):
         for run in fit_and_score(args, X_train, completion, alpha):
             runs = store.add(run)
-    write_report(RESULTS_DIR / f"quality_{name}.rst", header, runs)
+    write_report(args.results_dir / f"quality_{name}.rst", header, runs, clock_name)
 
 
 if __name__ == "__main__":
