@@ -147,6 +147,74 @@ cdef inline void _sample_start(
             t += 1
 
 
+cdef inline Py_ssize_t _draw_over_all_topics(
+    const floating* beta,
+    const floating* alpha,
+    const double* topic_counts,
+    Py_ssize_t n_topics,
+    double* conditional,
+    double u,
+    double weight,
+    double* kept_row,
+) noexcept nogil:
+    """A token's topic drawn from E[beta_kw] (N_dk + alpha_k) over all the
+    topics; unless ``kept_row`` is NULL, its conditional distribution times
+    ``weight`` added to it."""
+    cdef Py_ssize_t k
+    cdef double total, scale
+    for k in range(n_topics):
+        conditional[k] = beta[k] * (max(topic_counts[k], 0.0) + alpha[k])
+    total = _sum(conditional, n_topics)
+    if kept_row != NULL:
+        scale = weight / total
+        for k in range(n_topics):
+            kept_row[k] += scale * conditional[k]
+    return _draw_topic(conditional, n_topics, total, u)
+
+
+cdef inline Py_ssize_t _draw_over_touched(
+    const floating* beta,
+    const floating* alpha,
+    double smoothing_mass,
+    const double* topic_counts,
+    const int* touched,
+    Py_ssize_t n_touched,
+    Py_ssize_t n_topics,
+    double* conditional,
+    double u,
+    double weight,
+    double* kept_row,
+    double* kept_smoothing,
+) noexcept nogil:
+    """A token's topic drawn from E[beta_kw] (N_dk + alpha_k) in SparseLDA's
+    split: the document's mass N_dk E[beta_kw] over the ``touched`` topics,
+    then, when the draw falls beyond it, the smoothing mass over all
+    topics. Unless ``kept_row`` is NULL, its conditional distribution times
+    ``weight`` is added: the document's part to ``kept_row``, the smoothing
+    part as its factor, to ``kept_smoothing``."""
+    cdef Py_ssize_t i = 0
+    cdef double document_mass = 0.0, running = 0.0, total, target, scale
+    for i in range(n_touched):
+        conditional[i] = beta[touched[i]] * max(topic_counts[touched[i]], 0.0)
+        document_mass += conditional[i]
+    total = document_mass + smoothing_mass
+    if kept_row != NULL:
+        scale = weight / total
+        kept_smoothing[0] += scale
+        for i in range(n_touched):
+            kept_row[touched[i]] += scale * conditional[i]
+    target = u * total
+    if target > document_mass:
+        return _draw_smoothing(beta, alpha, n_topics, target - document_mass)
+    i = 0
+    while i + 1 < n_touched:
+        running += conditional[i]
+        if running >= target:
+            break
+        i += 1
+    return touched[i]
+
+
 cdef inline void _sampled_sweep(
     const floating* mean_word_topic,
     const Py_ssize_t* rows,
@@ -172,55 +240,48 @@ cdef inline void _sampled_sweep(
     distribution, proportional to E[beta_kw] (N_dk without the token +
     alpha_k), and N_d updated with the draw (Griffiths & Steyvers 2004,
     with the topics' expected counts given by lambda as in Mimno et al.
-    2012). The conditional is split as in SparseLDA (Yao, Mimno & McCallum
-    2009) into the smoothing mass alpha_k E[beta_kw], whose sum over the
-    topics is the word's ``smoothing_mass``, and the document's mass
-    N_dk E[beta_kw], which only the topics that the document's tokens have
-    held (``touched``) carry: a draw sums the document's mass, and walks
-    the smoothing mass over all topics only when it falls there. A token
-    thus costs the topics of its document, not all topics.
+    2012). While the topics that the document's tokens have held
+    (``touched``) are at most a quarter of all topics, the conditional is
+    split as in SparseLDA (Yao, Mimno & McCallum 2009) into the smoothing mass
+    alpha_k E[beta_kw], whose sum over the topics is the word's
+    ``smoothing_mass``, and the document's mass N_dk E[beta_kw], which only
+    the touched topics carry (``_draw_over_touched``): a token then costs
+    the topics of its document, not all topics. Beyond that, one pass over
+    all the topics costs less (``_draw_over_all_topics``).
 
     Unless ``kept`` is NULL, the token's conditional distribution times its
     weight is added to its word's row: the Rao-Blackwellised estimate of
     the token's assignment, which has the draw's expectation and a smaller
-    variance; its smoothing part, the same for every token of the word up
-    to a factor, is added to the word's ``kept_smoothing`` as that factor.
+    variance; a split draw adds its smoothing part to the word's
+    ``kept_smoothing`` as one factor of alpha_k E[beta_kw].
     """
-    cdef Py_ssize_t i, j, k, token, listed, t = 0
-    cdef double document_mass, total, weight, scale, target, running
+    cdef Py_ssize_t j, k, token, t = 0
+    cdef double weight, u
     cdef const floating* beta
+    cdef double* kept_row = NULL
     for j in range(n_words):
         beta = &mean_word_topic[rows[j] * n_topics]
+        if kept != NULL:
+            kept_row = &kept[j * n_topics]
         for token in range(_token_count(doc_counts[j])):
             weight = _token_weight(doc_counts[j], token)
             topic_counts[topics[t]] -= weight
-            listed = n_touched[0]
-            document_mass = 0.0
-            for i in range(listed):
-                conditional[i] = beta[touched[i]] * max(topic_counts[touched[i]], 0.0)
-                document_mass += conditional[i]
-            total = document_mass + smoothing_mass[j]
-            target = _uniform(stream, counter[0]) * total
+            u = _uniform(stream, counter[0])
             counter[0] += 1
-            if target <= document_mass:
-                running = 0.0
-                i = 0
-                while i + 1 < listed:
-                    running += conditional[i]
-                    if running >= target:
-                        break
-                    i += 1
-                k = touched[i]
+            if 4 * n_touched[0] > n_topics:
+                k = _draw_over_all_topics(
+                    beta, alpha, topic_counts, n_topics, conditional, u, weight,
+                    kept_row,
+                )
             else:
-                k = _draw_smoothing(beta, alpha, n_topics, target - document_mass)
+                k = _draw_over_touched(
+                    beta, alpha, smoothing_mass[j], topic_counts, touched,
+                    n_touched[0], n_topics, conditional, u, weight, kept_row,
+                    &kept_smoothing[j],
+                )
             topics[t] = <int> k
             topic_counts[k] += weight
             _touch(k, touched, n_touched, slot_of)
-            if kept != NULL:
-                scale = weight / total
-                kept_smoothing[j] += scale
-                for i in range(listed):
-                    kept[j * n_topics + touched[i]] += scale * conditional[i]
             t += 1
 
 
