@@ -306,7 +306,8 @@ def run_small(n_seeds, n_repeats):
         "iterations, tol=1e-3 on the bound). Seconds are the median CPU "
         f"seconds (time.process_time) of {n_repeats} fits of each, alternated; "
         "the score is the mean log-likelihood on the training points and the "
-        "bound is lower_bound_ per sample; Warned says whether fit raised a "
+        "bound is the lower bound (lower_bound\\_) per sample; Warned says "
+        "whether fit raised a "
         "ConvergenceWarning. Median ratio over the seeds: "
         f"{np.median(ratios):.2f} (from {min(ratios):.2f} to {max(ratios):.2f})."
     )

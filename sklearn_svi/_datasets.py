@@ -9,10 +9,13 @@ from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils import check_random_state
+from sklearn.utils import check_random_state, gen_batches
 from sklearn.utils.validation import check_array, check_non_negative
 
 from .metrics._stability import topic_alignment
+
+# make_lda_corpus draws this many documents at a time.
+_DOCUMENTS_PER_BLOCK = 256
 
 
 def make_lda_corpus(
@@ -76,13 +79,24 @@ def make_lda_corpus(
         n_topics, n_features = topics.shape
     doc_topic = rng.dirichlet(np.full(n_topics, doc_topic_prior), size=n_documents)
     lengths = rng.poisson(mean_document_length, size=n_documents)
-    word_probabilities = doc_topic @ topics
+    # The documents' word probabilities and counts a block of rows at a
+    # time, so that no dense array of every document and word is held.
+    blocks = [
+        _drawn_counts(doc_topic[rows] @ topics, lengths[rows], rng)
+        for rows in gen_batches(n_documents, _DOCUMENTS_PER_BLOCK)
+    ]
+    return sp.vstack(blocks, format="csr", dtype=np.int64), topics, doc_topic
+
+
+def _drawn_counts(word_probabilities, lengths, rng):
+    """Each row's word counts ~ Multinomial(length, its probabilities), as
+    a CSR matrix."""
     # Guard against rounding: multinomial needs probabilities summing to <= 1.
     word_probabilities /= word_probabilities.sum(axis=1, keepdims=True)
     counts = np.vstack(
         [rng.multinomial(n, p) for n, p in zip(lengths, word_probabilities)]
     )
-    return sp.csr_matrix(counts, dtype=np.int64), topics, doc_topic
+    return sp.csr_matrix(counts, dtype=np.int64)
 
 
 def match_topics(estimated, planted):

@@ -1,5 +1,7 @@
 """The package's data sets: the standard library's docstrings, planted corpora."""
 
+import tracemalloc
+
 import numpy as np
 import pytest
 
@@ -31,3 +33,22 @@ def test_documents_are_drawn_from_given_topics():
         make_lda_corpus(5, topics=np.zeros((2, 4)))
     with pytest.raises(ValueError, match="Negative values"):
         make_lda_corpus(5, topics=-np.ones((2, 4)))
+
+
+def test_a_large_corpus_is_drawn_without_a_dense_array_of_it():
+    """20,000 documents of 5,000 words: a dense array of their counts or
+    word probabilities would take 800 MB."""
+    tracemalloc.start()
+    try:
+        X, _, _ = make_lda_corpus(
+            n_documents=20_000,
+            n_features=5_000,
+            n_topics=10,
+            mean_document_length=20,
+            random_state=0,
+        )
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert X.shape == (20_000, 5_000)
+    assert peak < 100 * 2**20
