@@ -41,6 +41,17 @@ def documents():
     )[0]
 
 
+def short_documents():
+    # Below 64 tokens: the default local step samples every document.
+    return make_lda_corpus(
+        n_documents=N_SAMPLES,
+        n_features=60,
+        n_topics=4,
+        mean_document_length=10,
+        random_state=0,
+    )[0]
+
+
 def points():
     rng = np.random.RandomState(0)
     centres = np.array([[0.0, 0.0], [5.0, 5.0], [0.0, 6.0]])
@@ -62,6 +73,7 @@ CASES = {
     "smoothed": (lambda: SmoothedLDA(L=3, **LDA), documents),
     "annealed": (lambda: AnnealedLDA(M=10, **LDA), documents),
     "filtered": (lambda: FilteredLDA(learning_rate="student-t", **LDA), documents),
+    "sampled": (lambda: SmoothedLDA(**LDA), short_documents),
     "mixture": (
         lambda: SVIGaussianMixture(
             n_components=3, L=2, M=10, learning_rate="gaussian", **COMMON
