@@ -855,6 +855,25 @@ def test_lambda_held_by_the_workers_gives_the_fit_of_one_machine(
         assert_allclose(held_statistic.block, statistic.block, rtol=1e-10)
 
 
+@pytest.mark.parametrize("estimator", [SmoothedLDA, AnnealedLDA, FilteredLDA])
+def test_sampled_documents_on_the_workers_give_the_fit_of_one_machine(
+    client, estimator
+):
+    """Short documents, which the default local step samples: the same fit
+    with lambda held by the workers as on one machine."""
+    X = make_lda_corpus(
+        n_documents=1500,
+        n_features=400,
+        n_topics=5,
+        mean_document_length=10,
+        random_state=0,
+    )[0]
+    alone = lda(estimator, {}).fit(X)
+    with dask.config.set(PARTITIONED):
+        held = lda(estimator, {}).fit(row_blocks(X, 400))
+    assert_same_fit(held, alone, rtol=1e-10)
+
+
 def test_a_fit_on_the_workers_starts_lambda_there_a_batch_of_topics_at_a_time(
     client, documents, monkeypatch
 ):
