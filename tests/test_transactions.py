@@ -329,7 +329,9 @@ def test_a_real_ctrl_c_at_a_random_moment_is_survived(name, python_sigint_handle
 N_INTERRUPTS = 500
 
 
-@pytest.mark.parametrize("name", [*DEFAULTS, "SmoothedLDA-every-row"])
+@pytest.mark.parametrize(
+    "name", [*DEFAULTS, "SmoothedLDA-every-row", "SmoothedLDA-short-documents"]
+)
 def test_an_interrupt_at_any_bytecode_of_an_update_is_survived(name):
     # A signal is handled between two bytecodes of the main thread; a
     # random delay mostly lands in the local step's compiled loop, after
@@ -338,6 +340,16 @@ def test_an_interrupt_at_any_bytecode_of_an_update_is_survived(name):
     if name == "SmoothedLDA-every-row":
         # Every minibatch lists every word: lambda is never kept scaled.
         X, fitted = data_for("smoothed"), SmoothedLDA(**LDA)
+    elif name == "SmoothedLDA-short-documents":
+        # Below 64 tokens: the default local step samples every document.
+        X = make_lda_corpus(
+            n_documents=400,
+            n_features=3000,
+            n_topics=4,
+            mean_document_length=10,
+            random_state=0,
+        )[0]
+        fitted = SmoothedLDA(**LDA)
     else:
         X, fitted = default_data_for(name), DEFAULTS[name]()
     fitted.partial_fit(X[:80])
