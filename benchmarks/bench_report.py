@@ -12,7 +12,9 @@ headless Chromium to the page's ``window.reportReady`` (the median of
 Run ``python benchmarks/bench_report.py NewsArticles FILE --column
 summary`` (the column of the tab-separated files); ``--screenshot out.png``
 saves the first corpus' page as Chromium draws it, with its second most
-prevalent topic selected.
+prevalent topic selected. ``--check`` then clicks every topic of every page
+and fails unless the page shows the topic's words and documents of its
+data; ``--no-synthetic`` leaves the synthetic corpus out.
 """
 
 import statistics
@@ -35,6 +37,7 @@ from tables import simple_table, write_results
 # The tests' driver of Chromium.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from _browser import Browser, find_chromium  # noqa: E402
+from _report_page import mismatches_of_a_click  # noqa: E402
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 SYNTHETIC = dict(n_documents=100_000, n_topics=100, n_features=10_000)
@@ -73,20 +76,29 @@ def synthetic_model(args):
     return X, names, texts, model.fit(X)
 
 
-def measure(name, build, browser, path, loads):
-    """Build a report, save it, open it ``loads`` times: the report and a row
-    of the table."""
+def measure(name, build, browser, path, args):
+    """Build a report, save it, open it ``args.loads`` times (and with
+    ``args.check`` click each of its topics): the report and a row of the
+    table."""
     start = time.perf_counter()
     report = build()
     seconds_to_build = time.perf_counter() - start
     report.save(path)
     opening, drawing = [], []
-    for _ in range(loads):
+    for _ in range(args.loads):
         opening.append(browser.open(path))
         drawing.append(browser.evaluate("window.reportReadyTime") / 1000)
+    data = report.data
+    if args.check:
+        mismatches = [
+            mismatch
+            for topic in range(len(data["topics"]))
+            for mismatch in mismatches_of_a_click(browser, data, topic)
+        ]
+        if mismatches:
+            raise RuntimeError(f"the page of {name} differs: {mismatches}")
     if browser.errors:
         raise RuntimeError(f"the page of {name} failed: {browser.errors}")
-    data = report.data
     row = [
         name,
         f"{data['nDocuments']:,}",
@@ -110,7 +122,7 @@ def measure_corpus(corpus, name, args, browser, screenshot):
         partial(TopicReport, pipeline, texts, title=f"Topics of {name}"),
         browser,
         RESULTS_DIR / "pages" / f"{name}.html",
-        args.loads,
+        args,
     )
     if screenshot is not None:
         prevalence = [topic["prevalence"] for topic in report.data["topics"]]
@@ -128,7 +140,7 @@ def measure_synthetic(args, browser):
         partial(TopicReport, model, X, words, texts=texts),
         browser,
         RESULTS_DIR / "pages" / "synthetic.html",
-        args.loads,
+        args,
     )
     return row
 
@@ -145,6 +157,15 @@ def main():
     parser.add_argument("--loads", type=int, default=5)
     parser.add_argument("--screenshot", help="a PNG of the corpus' page")
     parser.add_argument(
+        "--check", action="store_true", help="click every topic of every page"
+    )
+    parser.add_argument(
+        "--no-synthetic",
+        dest="synthetic",
+        action="store_false",
+        help="leave the synthetic corpus out",
+    )
+    parser.add_argument(
         "--output", default=str(RESULTS_DIR / "report.rst"), help="the results file"
     )
     args = parser.parse_args()
@@ -158,15 +179,21 @@ def main():
         for corpus, name in zip(args.corpora, corpus_names):
             screenshot = args.screenshot if not rows else None
             rows.append(measure_corpus(corpus, name, args, browser, screenshot))
-        rows.append(measure_synthetic(args, browser))
+        if args.synthetic:
+            rows.append(measure_synthetic(args, browser))
     settings = (
         f"SmoothedLDA(max_iter={args.passes}) of {', '.join(corpus_names)} "
         f"({args.n_components} topics, the {args.n_features:,} most frequent "
         "words of at least 5 documents and at most half of them, English stop "
-        "words removed) and of "
-        f"{SYNTHETIC['n_documents']:,} documents drawn from "
-        f"{SYNTHETIC['n_topics']} topics over {SYNTHETIC['n_features']:,} words "
-        "(50 words per document on average); TopicReport's defaults (30 words "
+        "words removed)"
+        + (
+            f" and of {SYNTHETIC['n_documents']:,} documents drawn from "
+            f"{SYNTHETIC['n_topics']} topics over {SYNTHETIC['n_features']:,} "
+            "words (50 words per document on average)"
+            if args.synthetic
+            else ""
+        )
+        + "; TopicReport's defaults (30 words "
         "and 5 documents of 300 characters per topic). Build: seconds to make "
         "the report. Open: seconds from the command that opens the page in "
         "headless Chromium to its window.reportReady; drawn: the page's "

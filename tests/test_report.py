@@ -5,6 +5,7 @@ unless SKLEARN_SVI_BROWSER_TESTS=1 (as in continuous integration), where
 they fail.
 """
 
+import copy
 import html
 import json
 import os
@@ -38,6 +39,14 @@ from sklearn_svi._report import (
 from sklearn_svi.metrics import coherence, drift_alarms, topic_diversity
 
 from _browser import Browser, find_chromium
+from _report_page import (
+    expected_documents,
+    mismatches_of_a_click,
+    page_ranking,
+    shown_documents,
+    shown_title,
+    shown_words,
+)
 
 THEMES = {
     "fruit": "apple pear plum cherry peach grape lemon melon berry fig",
@@ -102,19 +111,6 @@ def exact_ranking(model_topics, prevalence, topic, relevance_lambda, n_words):
     log_lift = log_topic - np.log(prevalence @ model_topics)
     relevance = relevance_lambda * log_topic + (1 - relevance_lambda) * log_lift
     return np.argsort(-relevance, kind="stable")[:n_words]
-
-
-def page_ranking(data, topic, relevance_lambda):
-    """A topic's words as the page ranks them, from the page's data."""
-    entry = data["topics"][topic]
-    words = np.array(entry["words"])
-    weights = np.array(entry["weights"])
-    log_probability = np.log(np.array(data["vocabulary"]["probability"]))[words]
-    relevance = relevance_lambda * np.log(weights) + (1 - relevance_lambda) * (
-        np.log(weights) - log_probability
-    )
-    order = np.lexsort((words, -weights, -relevance))[: data["nWords"]]
-    return [data["vocabulary"]["names"][word] for word in words[order]]
 
 
 def page_data(page):
@@ -525,12 +521,6 @@ def opened(browser, report, tmp_path):
     assert browser.errors == []
 
 
-def shown_words(browser):
-    return browser.evaluate(
-        "[...document.querySelectorAll('#words tbody tr')].map(row => row.dataset.word)"
-    )
-
-
 def test_the_browser_reports_the_errors_of_a_page(browser, tmp_path):
     page = tmp_path / "broken.html"
     page.write_text(
@@ -548,25 +538,14 @@ def test_the_browser_reports_the_errors_of_a_page(browser, tmp_path):
 
 def test_clicking_a_topic_shows_its_words_and_documents(opened, report):
     data = report.data
-    first = int(
-        opened.evaluate("document.getElementById('topic-title').textContent")[6:]
-    )
+    first = int(shown_title(opened)[6:])
     prevalence = [topic["prevalence"] for topic in data["topics"]]
     assert first == int(np.argmax(prevalence))
     topic = (first + 1) % 3
     opened.click(f'#topic-map circle[data-topic="{topic}"]')
-    assert opened.evaluate("document.getElementById('topic-title').textContent") == (
-        f"Topic {topic}"
-    )
+    assert shown_title(opened) == f"Topic {topic}"
     assert shown_words(opened) == page_ranking(data, topic, data["lambda"])
-    documents = opened.evaluate(
-        "[...document.querySelectorAll('#documents li')]"
-        ".map(item => [Number(item.dataset.document), item.textContent])"
-    )
-    expected = data["topics"][topic]["documents"]
-    assert [row for row, _ in documents] == [row for row, _ in expected]
-    for (row, text), (_, share) in zip(documents, expected):
-        assert text == f"{100 * share:.1f}%{data['documents'][str(row)]}"
+    assert shown_documents(opened) == expected_documents(data, topic)
     selected = opened.evaluate(
         "[...document.querySelectorAll('.selected')].map(node => node.dataset.topic)"
     )
@@ -576,11 +555,54 @@ def test_clicking_a_topic_shows_its_words_and_documents(opened, report):
     assert shown_words(opened) == page_ranking(data, first, data["lambda"])
 
 
+def test_every_topic_can_be_clicked(opened, report):
+    for topic in range(len(report.data["topics"])):
+        assert mismatches_of_a_click(opened, report.data, topic) == []
+    # The check sees a page that shows what its data does not hold.
+    altered = copy.deepcopy(report.data)
+    altered["topics"][1]["documents"].reverse()
+    altered["topics"][1]["words"].reverse()
+    assert mismatches_of_a_click(opened, altered, 0) == []
+    assert mismatches_of_a_click(opened, altered, 1) == [
+        "topic 1: other words are shown",
+        "topic 1: other documents are shown",
+    ]
+
+
+def test_every_topic_of_a_crowded_map_can_be_clicked(browser, tmp_path):
+    # 100 topics, many circles over other circles' centres (no two centres
+    # closer than 4 of the map's 600 units: a mouse tells them apart).
+    rng = np.random.default_rng(2)
+    n_topics, n_features, n_documents = 100, 300, 500
+    components = rng.dirichlet(np.full(n_features, 0.1), size=n_topics)
+    doc_topic = rng.dirichlet(np.full(n_topics, 0.5), size=n_documents)
+    X = sp.random(n_documents, n_features, density=0.05, format="csr", random_state=1)
+    X.data = np.ceil(10 * X.data)
+    report = TopicReport(
+        FixedTopics(components, doc_topic).fit(X),
+        X,
+        [f"w{i}" for i in range(n_features)],
+        texts=[f"document {row}" for row in range(n_documents)],
+    )
+    path = tmp_path / "crowded.html"
+    report.save(path)
+    browser.errors.clear()
+    browser.open(path)
+    covered = browser.evaluate(
+        "[...document.querySelectorAll('#topic-map circle')].filter(circle => {"
+        " const box = circle.getBoundingClientRect();"
+        " return document.elementFromPoint(box.x + box.width / 2,"
+        " box.y + box.height / 2) !== circle; }).length"
+    )
+    assert covered > 10
+    for topic in range(n_topics):
+        assert mismatches_of_a_click(browser, report.data, topic) == []
+    assert browser.errors == []
+
+
 def test_the_lambda_control_ranks_the_words_again(opened, report):
     data = report.data
-    topic = int(
-        opened.evaluate("document.getElementById('topic-title').textContent")[6:]
-    )
+    topic = int(shown_title(opened)[6:])
     opened.click("#lambda")
     for key, relevance_lambda in (("End", 1.0), ("Home", 0.0)):
         for kind in ("keyDown", "keyUp"):

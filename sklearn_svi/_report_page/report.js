@@ -112,17 +112,21 @@
     const scale = (MAP_SIZE - 2 * (maxRadius + 10)) / spread;
     const middleX = (Math.max(...xs) + Math.min(...xs)) / 2;
     const middleY = (Math.max(...ys) + Math.min(...ys)) / 2;
+    const discs = topics.map((topic) => ({
+      x: MAP_SIZE / 2 + scale * (topic.x - middleX),
+      y: MAP_SIZE / 2 - scale * (topic.y - middleY),
+      r: Math.max(3, maxRadius * Math.sqrt(topic.prevalence / largest)),
+    }));
     const order = topics
       .map((topic, index) => index)
       .sort((a, b) => topics[b].prevalence - topics[a].prevalence);
     order.forEach((index) => {
       const topic = topics[index];
-      const x = MAP_SIZE / 2 + scale * (topic.x - middleX);
-      const y = MAP_SIZE / 2 - scale * (topic.y - middleY);
+      const { x, y, r } = discs[index];
       const circle = svg("circle", {
         cx: x.toFixed(1),
         cy: y.toFixed(1),
-        r: Math.max(3, maxRadius * Math.sqrt(topic.prevalence / largest)).toFixed(1),
+        r: r.toFixed(1),
         "data-topic": index,
       });
       if (topic.unstable) circle.classList.add("unstable");
@@ -134,8 +138,25 @@
             topWords(topic, TABLE_WORDS),
         ),
       );
-      circle.addEventListener("click", () => select(index));
       map.append(circle, svg("text", { x: x, y: y + 3.5 }, String(index)));
+    });
+    // Circles overlap: a click selects the topic whose centre is nearest,
+    // of those whose circles hold the point, so that every topic can be
+    // chosen at its centre even under a circle drawn above it.
+    map.addEventListener("click", (event) => {
+      const point = new DOMPoint(event.clientX, event.clientY).matrixTransform(
+        map.getScreenCTM().inverse(),
+      );
+      let nearest = -1;
+      let nearestDistance = Infinity;
+      discs.forEach((disc, index) => {
+        const distance = Math.hypot(point.x - disc.x, point.y - disc.y);
+        if (distance <= disc.r && distance < nearestDistance) {
+          nearest = index;
+          nearestDistance = distance;
+        }
+      });
+      if (nearest >= 0) select(nearest);
     });
   }
 
