@@ -34,11 +34,14 @@ Two more libraries sample with MALLET's SparseLDA in Rust: pyrmallet
   (large K, or K>=~50 ...)", with the other defaults. Its LightLDA
   (``sampler="lightlda"``, ``mh_steps``) is not run.
 
-Neither library resumes a fit: each checkpoint fits anew from the same seed
-with more sweeps, on the schedule of tomotopy's (the 125 sweeps of the
-averaging counted in the 8%), and its time is that fit's alone, the
-chain's random start included (tomotopy's is timed too, in its first
-sweep). The corpora are built once, untimed, as tomotopy's documents are:
+Neither library resumes a fit: each budget's checkpoint is a fit of its
+own from the same seed, with as many sweeps as come within the budget (the
+125 sweeps of the averaging included): the sweeps are set from the speed
+of the fit before, and a fit is run again with fewer or more sweeps until
+its time falls between 90% of the budget and the budget (at most
+``MAX_BUDGET_FITS`` fits). Its time is that fit's alone, the chain's random
+start included (tomotopy's is timed too, in its first sweep). Their curves
+hold these fits only. The corpora are built once, untimed, as tomotopy's documents are:
 the word indices as tokens, for pyrmallet ``Corpus.from_strings`` with
 ``token_regex`` (its ``LatentDirichletAllocation`` takes raw text and keeps
 only tokens of letters, so the benchmark calls what its ``fit`` calls,
@@ -123,6 +126,9 @@ from tables import mean_spread, simple_table, write_results
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 ONLINE_CHECKPOINT_UPDATES = 4
 GIBBS_EVERY_SWEEP = 20
+MAX_BUDGET_FITS = 6
+"""The most fits of a sampler that cannot resume to find the sweeps of a
+budget."""
 HELD_OUT_ITERATIONS = 200
 AVERAGED_SWEEPS = 5 * 25
 """The sweeps pyrmallet and topica run by default after those asked for:
@@ -245,9 +251,9 @@ class TomotopyLDA:
 class RefittedSampler:
     """A Gibbs sampler of a library that cannot resume training.
 
-    ``train(n)`` fits anew from the same seed, with ``n`` more sweeps than
-    the fit before (``refits``: a checkpoint's time is that fit's alone, not
-    the sum of the fits so far). The training documents are converted to
+    ``train(n)`` fits anew from the same seed with ``n`` sweeps
+    (``refits``: a checkpoint's time is that fit's alone;
+    :func:`budget_fits` chooses ``n``). The training documents are converted to
     the library's corpus once, untimed. A subclass fits by ``_fit(n_sweeps)``
     and reads the fitted model's topics by ``_topic_word()`` and its own
     inference by ``_infer(documents)``; the fitted model has the
@@ -280,9 +286,9 @@ class RefittedSampler:
         self.corpus = self._corpus([t for t in _token_lists(X_train) if t])
 
     def train(self, n_sweeps):
-        """Fit anew with ``n_sweeps`` more sweeps than the last fit."""
-        self.sweeps += n_sweeps
-        self.fitted = self._fit(self.sweeps)
+        """Fit anew with ``n_sweeps`` sweeps."""
+        self.sweeps = n_sweeps
+        self.fitted = self._fit(n_sweeps)
 
     @property
     def components_(self):
@@ -501,15 +507,44 @@ def timed_checkpoints(model, steps, budgets, clock=time.process_time):
             yield seconds, model.snapshot()
 
 
-def gibbs_sweeps(extra=0):
-    """Sweeps between the sampler's checkpoints: one at a time for the
-    first ``GIBBS_EVERY_SWEEP``, then 8% more each time, so that a budget's
-    last checkpoint comes less than a tenth before it. A fit that runs
-    ``extra`` sweeps beyond those asked for counts them in the 8%."""
+def budget_fits(sampler, budgets, extra, clock=time.process_time):
+    """Fit a sampler that cannot resume once per budget (and again while
+    needed): yields the seconds and a snapshot of each budget's fit, the
+    last whose time fell within the budget, in the order of the budgets.
+
+    The sweeps of a fit are those the speed of the fit before gives the
+    budget less 5%, its time taken as proportional to its sweeps and the
+    ``extra`` sweeps the library runs after them; a fit is accepted when its
+    time lies between 90% of the budget and the budget, and after
+    ``MAX_BUDGET_FITS`` fits the last within the budget is kept. A budget
+    shorter than the fit of a single sweep has no checkpoint.
+    """
+    sweeps, seconds = 1, None
+    for budget in sorted(budgets):
+        kept = None
+        for _ in range(MAX_BUDGET_FITS):
+            if seconds is not None:
+                sweeps = int((sweeps + extra) * 0.95 * budget / seconds) - extra
+            if sweeps < 1:
+                break
+            start = clock()
+            sampler.train(sweeps)
+            seconds = clock() - start
+            if seconds <= budget:
+                kept = (seconds, sampler.snapshot())
+                if seconds >= 0.9 * budget:
+                    break
+        if kept is not None:
+            yield kept
+
+
+def gibbs_sweeps():
+    """Sweeps between tomotopy's checkpoints: one at a time for the first
+    ``GIBBS_EVERY_SWEEP``, then 8% more each time, so that a budget's last
+    checkpoint comes less than a tenth before it."""
     done = 0
     while True:
-        total = done + extra
-        step = 1 if total < GIBBS_EVERY_SWEEP else max(1, round(total * 0.08))
+        step = 1 if done < GIBBS_EVERY_SWEEP else max(1, round(done * 0.08))
         done += step
         yield step
 
@@ -618,10 +653,10 @@ def make_run(name, X_train, n_components, batch_size, seed, budgets, threads=1):
     """The checkpoint generator of the model ``MODELS[name]``.
 
     The online models are checked every ``ONLINE_CHECKPOINT_UPDATES``
-    updates (batch CVB0 after each of its passes), the samplers after each
-    of their first sweeps and then every 8% more sweeps
-    (:func:`gibbs_sweeps`). On one thread the time is CPU seconds, on more
-    wall seconds.
+    updates (batch CVB0 after each of its passes), tomotopy after each of
+    its first sweeps and then every 8% more sweeps (:func:`gibbs_sweeps`),
+    the samplers that cannot resume once per budget (:func:`budget_fits`).
+    On one thread the time is CPU seconds, on more wall seconds.
     """
     clock = time.process_time if threads == 1 else time.perf_counter
     if name in GIBBS_OPTIM_INTERVALS:
@@ -634,7 +669,7 @@ def make_run(name, X_train, n_components, batch_size, seed, budgets, threads=1):
             X_train, n_components, seed, settings, threads
         )
         extra = 0 if name.endswith("-fixed") else AVERAGED_SWEEPS
-        return timed_checkpoints(sampler, gibbs_sweeps(extra), budgets, clock)
+        return budget_fits(sampler, budgets, extra, clock)
     model = online_model(name, X_train, n_components, batch_size, seed, threads)
     part_size = min(ONLINE_CHECKPOINT_UPDATES * model.batch_size, X_train.shape[0])
     return timed_checkpoints(
