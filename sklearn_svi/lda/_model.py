@@ -259,6 +259,11 @@ class _OnlineLDA(
         """The minibatch's documents with their words renumbered."""
         return _CompactDocuments.from_csr(X_batch)
 
+    def _prepare_rows(self, X, rows):
+        """The documents of the rows ``rows`` of ``X``, cut from its arrays,
+        with their words renumbered."""
+        return _CompactDocuments.from_csr(X, rows)
+
     def _rows_read(self, documents):
         """The local step reads the rows of lambda of the documents' words."""
         return documents.words
