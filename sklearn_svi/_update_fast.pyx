@@ -472,21 +472,32 @@ def add_to_rows(
         Whether every new value is finite.
     """
     cdef Py_ssize_t n_components = stored.shape[1]
-    cdef Py_ssize_t j, k, i
+    cdef Py_ssize_t j, k
     cdef floating f = <floating> factor
     cdef floating increment
-    # x - x is 0 for a finite x and NaN otherwise, and NaN stays NaN.
-    cdef double probe = 0.0
+    cdef floating* row
+    cdef floating* old_row
+    cdef const floating* added_row
+    cdef bint finite = True
     added = np.zeros(n_components, dtype=np.float64)
+    # x - x is 0 for a finite x and NaN otherwise, and NaN stays NaN; one
+    # probe per column, so that the loop over the columns has no chain of
+    # additions from one column to the next.
+    probes = np.zeros(n_components, dtype=np.float64)
     cdef double[::1] sums = added
+    cdef double[::1] probe = probes
     with nogil:
         for j in range(rows.shape[0]):
-            i = rows[j]
+            row = &stored[rows[j], 0]
+            old_row = &saved[j, 0]
+            added_row = &block[j, 0]
             for k in range(n_components):
-                saved[j, k] = stored[i, k]
-                increment = f * block[j, k]
-                stored[i, k] = stored[i, k] + increment
+                old_row[k] = row[k]
+                increment = f * added_row[k]
+                row[k] = row[k] + increment
                 sums[k] += increment
-                probe += stored[i, k] - stored[i, k]
+                probe[k] += row[k] - row[k]
+        for k in range(n_components):
+            finite = finite and probe[k] == 0.0
         done[0] = 1
-    return added, probe == 0.0
+    return added, finite
