@@ -366,14 +366,12 @@ class _OnlineLDA(
             SAMPLE_BELOW[self.local_step] if collapsed and in_update else 0.0,
             sampled_sweeps,
         )
-        natural, natural_rows = self._natural_store.rows_block(documents.words)
         return step.fit(
             documents,
-            natural,
+            self._natural_store,
             self._topic_totals,
             start_key,
             index_words,
-            natural_rows=natural_rows,
             sample_counts=sample_counts and collapsed,
         )
 
