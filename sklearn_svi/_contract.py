@@ -100,6 +100,16 @@ class OnlineModel(metaclass=ABCMeta):
         """
         return X_batch
 
+    def _prepare_rows(self, X, rows):
+        """The rows ``rows`` (an array of indices or a slice) of the
+        validated training data ``X``, prepared as by
+        ``_prepare_minibatch``; a model may cut them from ``X`` itself,
+        without forming the minibatch.
+
+        It runs on a helper thread like ``_prepare_minibatch``.
+        """
+        return self._prepare_minibatch(X[rows])
+
     def _rows_read(self, minibatch):
         """The rows of lambda that the local step of ``minibatch`` reads,
         sorted, or None for all of them."""

@@ -205,16 +205,31 @@ def summed_over_rows(model, X, part, finish):
 
 
 class _Minibatch:
-    """A minibatch of rows in this process, and the same rows prepared for
-    the model's local step."""
+    """A minibatch of rows in this process, prepared for the model's local
+    step; the rows themselves are cut from the data when first read.
 
-    def __init__(self, X_batch, prepared):
-        self.X_batch = X_batch
+    Parameters
+    ----------
+    X : {ndarray, sparse matrix} of shape (n_samples, n_features)
+        The training data.
+    rows : ndarray of int or slice
+        The minibatch's rows of ``X``.
+    prepared : object
+        The rows prepared by the model (``_prepare_rows``).
+    """
+
+    def __init__(self, X, rows, prepared):
+        self._X = X
+        self._rows = rows
         self.prepared = prepared
+        if isinstance(rows, slice):
+            rows = range(X.shape[0])[rows]
+        self.size = len(rows)
 
-    @property
-    def size(self):
-        return self.X_batch.shape[0]
+    @functools.cached_property
+    def X_batch(self):
+        """The minibatch's rows of the training data."""
+        return self._X[self._rows]
 
 
 def prefetched_minibatches(data, batch_size, order=None, first_row=0):
@@ -292,8 +307,7 @@ class InMemoryRows:
     def _minibatch(self, rows):
         if isinstance(rows, PermutedSpan):
             rows = rows.rows()
-        X_batch = self.X[rows]
-        return _Minibatch(X_batch, self.model._prepare_minibatch(X_batch))
+        return _Minibatch(self.X, rows, self.model._prepare_rows(self.X, rows))
 
     def holding_natural(self, model):
         """lambda stays in this process."""

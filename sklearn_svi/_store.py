@@ -96,12 +96,19 @@ class StoredRows:
     def __len__(self):
         return len(self.array)
 
-    def rows_of(self, rows, prior, scale):
-        """eta + c (stored - eta) on ``rows``, a new array."""
-        if scale == 1.0:
+    def rows_of(self, rows, prior, scale, column_factors=None):
+        """eta + c (stored - eta) on ``rows``, a new array; with
+        ``column_factors``, each column times its factor
+        (:func:`~sklearn_svi._update_fast.scaled_rows_of`)."""
+        if scale == 1.0 and column_factors is None:
             return self.array[rows]
         out = np.empty((len(rows), self.array.shape[1]), dtype=self.array.dtype)
-        scaled_rows_of(self.array, rows, prior, scale, out)
+        map_rows(
+            lambda span: scaled_rows_of(
+                self.array, rows[span], prior, scale, out[span], column_factors
+            ),
+            len(rows),
+        )
         return out
 
     def totals(self):
@@ -268,9 +275,13 @@ class NaturalStore(Protocol):
     def array(self):
         """All of lambda as a read-only array (gathered from the blocks)."""
 
-    def rows_block(self, rows):
+    def rows_block(self, rows, column_factors=None):
         """An array holding lambda on the sorted ``rows`` at least, and the
-        indices of its rows in lambda (None when it holds every row)."""
+        indices of its rows in lambda (None when it holds every row); with
+        ``column_factors``, of shape (n_components,), lambda on exactly
+        ``rows``, each column times its factor (rounded to lambda's type,
+        as the product of the array of lambda's rows would be), and
+        ``rows``."""
 
     def totals(self):
         """The sums of lambda over its rows, in float64."""
@@ -441,7 +452,15 @@ class LocalStore(ScaledStore):
         view.flags.writeable = False
         return view
 
-    def rows_block(self, rows):
+    def rows_block(self, rows, column_factors=None):
+        if column_factors is not None:
+            positions = rows
+            if self.held_rows is not None:
+                positions = np.searchsorted(self.held_rows, rows)
+            block = self.rows.rows_of(
+                positions, self.scaling.prior, self.scale, column_factors
+            )
+            return block, rows
         if self.held_rows is not None:
             return self.rows.array, self.held_rows
         if self.scale == 1.0:

@@ -397,8 +397,10 @@ def scaled_rows_of(
     const floating[:, :] prior,
     double scale,
     floating[:, ::1] out,
+    const double[::1] column_factors=None,
 ):
-    """out = eta + c (stored - eta) on ``rows``: lambda's rows, kept scaled.
+    """out = eta + c (stored - eta) on ``rows``: lambda's rows, kept scaled;
+    with ``column_factors``, each value times its column's factor.
 
     Parameters
     ----------
@@ -406,28 +408,44 @@ def scaled_rows_of(
         The stored array A of lambda = eta + c (A - eta).
     rows : ndarray of shape (n_rows,)
         The rows to read.
-    prior : ndarray of shape (n_params, 1) or (n_params, n_components)
-        eta, as for :func:`step_toward_target`.
+    prior : ndarray of shape (n_params, 1) or (n_params, n_components) or None
+        eta, as for :func:`step_toward_target`; not read when c is 1.
     scale : float
-        c.
+        c; at 1 the stored rows are lambda's.
     out : ndarray of shape (n_rows, n_components)
-        Output: lambda on ``rows``.
+        Output: lambda on ``rows``, or with ``column_factors`` the values
+        of lambda, in its type, times their column's factor (in float64,
+        rounded to the type): ``(lambda_ik * column_factors[k])`` without
+        writing lambda's rows out first.
+    column_factors : ndarray of shape (n_components,) or None, default=None
+        The factor of each column.
     """
     cdef Py_ssize_t n_components = stored.shape[1]
-    cdef bint per_entry = _prior_per_entry(prior, n_components)
+    cdef bint scaled = scale != 1.0
+    cdef bint per_entry = scaled and _prior_per_entry(prior, n_components)
+    cdef bint factored = column_factors is not None
     cdef Py_ssize_t j, k, i
     cdef floating c = <floating> scale
     cdef const floating* eta
+    cdef floating* out_row
     with nogil:
         for j in range(rows.shape[0]):
             i = rows[j]
-            eta = &prior[i, 0]
-            if per_entry:
+            out_row = &out[j, 0]
+            if not scaled:
                 for k in range(n_components):
-                    out[j, k] = eta[k] + c * (stored[i, k] - eta[k])
+                    out_row[k] = stored[i, k]
+            elif per_entry:
+                eta = &prior[i, 0]
+                for k in range(n_components):
+                    out_row[k] = eta[k] + c * (stored[i, k] - eta[k])
             else:
+                eta = &prior[i, 0]
                 for k in range(n_components):
-                    out[j, k] = eta[0] + c * (stored[i, k] - eta[0])
+                    out_row[k] = eta[0] + c * (stored[i, k] - eta[0])
+            if factored:
+                for k in range(n_components):
+                    out_row[k] = <floating> (out_row[k] * column_factors[k])
 
 
 def add_to_rows(
@@ -472,21 +490,32 @@ def add_to_rows(
         Whether every new value is finite.
     """
     cdef Py_ssize_t n_components = stored.shape[1]
-    cdef Py_ssize_t j, k, i
+    cdef Py_ssize_t j, k
     cdef floating f = <floating> factor
     cdef floating increment
-    # x - x is 0 for a finite x and NaN otherwise, and NaN stays NaN.
-    cdef double probe = 0.0
+    cdef floating* row
+    cdef floating* old_row
+    cdef const floating* added_row
+    cdef bint finite = True
     added = np.zeros(n_components, dtype=np.float64)
+    # x - x is 0 for a finite x and NaN otherwise, and NaN stays NaN; one
+    # probe per column, so that the loop over the columns has no chain of
+    # additions from one column to the next.
+    probes = np.zeros(n_components, dtype=np.float64)
     cdef double[::1] sums = added
+    cdef double[::1] probe = probes
     with nogil:
         for j in range(rows.shape[0]):
-            i = rows[j]
+            row = &stored[rows[j], 0]
+            old_row = &saved[j, 0]
+            added_row = &block[j, 0]
             for k in range(n_components):
-                saved[j, k] = stored[i, k]
-                increment = f * block[j, k]
-                stored[i, k] = stored[i, k] + increment
+                old_row[k] = row[k]
+                increment = f * added_row[k]
+                row[k] = row[k] + increment
                 sums[k] += increment
-                probe += stored[i, k] - stored[i, k]
+                probe[k] += row[k] - row[k]
+        for k in range(n_components):
+            finite = finite and probe[k] == 0.0
         done[0] = 1
-    return added, probe == 0.0
+    return added, finite

@@ -305,8 +305,11 @@ class RowShards(ScaledStore):
     def array(self):
         return self.gathered().array()
 
-    def rows_block(self, rows):
-        return self.rows_of(rows, self.scale), rows
+    def rows_block(self, rows, column_factors=None):
+        block = self.rows_of(rows, self.scale)
+        if column_factors is not None:
+            block = (block * column_factors).astype(self.dtype, copy=False)
+        return block, rows
 
     def gathered(self):
         return LocalStore(self.stored_array(), scaling=self.scaling)

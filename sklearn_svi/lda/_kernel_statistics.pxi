@@ -46,30 +46,6 @@ def exp_dirichlet_expectation_rows(
     free(topic_scale)
 
 
-def mean_rows(
-    const floating[:, ::1] word_topic,
-    const double[::1] topic_totals,
-    const Py_ssize_t[::1] rows,
-    floating[:, ::1] out,
-):
-    """E[beta_kw] = lambda_kw / sum_v lambda_kv for the given words w.
-
-    The arguments are those of ``exp_dirichlet_expectation_rows``.
-    """
-    cdef Py_ssize_t n_topics = word_topic.shape[1]
-    cdef Py_ssize_t j, k
-    cdef double* topic_scale = <double*> malloc(n_topics * sizeof(double))
-    if topic_scale == NULL:
-        raise MemoryError()
-    with nogil:
-        for k in range(n_topics):
-            topic_scale[k] = 1.0 / topic_totals[k]
-        for j in range(rows.shape[0]):
-            for k in range(n_topics):
-                out[j, k] = <floating> (word_topic[rows[j], k] * topic_scale[k])
-    free(topic_scale)
-
-
 def word_topic_statistic(
     const Py_ssize_t[::1] word_indptr,
     const Py_ssize_t[::1] documents,

@@ -61,6 +61,36 @@ def start_spread(collapsed):
     return START_SPREAD["cvb0" if collapsed else "vb"]
 
 
+def _entries_of_rows(indptr, rows):
+    """The CSR row pointers of the rows ``rows`` of a CSR matrix whose row
+    pointers are ``indptr``, and the positions of their entries in its
+    arrays, row after row.
+
+    Parameters
+    ----------
+    indptr : ndarray of shape (n_rows + 1,)
+        The matrix's row pointers.
+    rows : ndarray of int or slice
+        The rows, in the order of the result.
+
+    Returns
+    -------
+    row_indptr : ndarray of shape (len(rows) + 1,)
+        The row pointers of the rows.
+    entries : ndarray of shape (row_indptr[-1],)
+        The positions of the rows' entries.
+    """
+    if isinstance(rows, slice):
+        rows = np.arange(*rows.indices(len(indptr) - 1))
+    starts = indptr[rows]
+    lengths = indptr[rows + 1] - starts
+    row_indptr = np.zeros(len(rows) + 1, dtype=np.intp)
+    np.cumsum(lengths, out=row_indptr[1:])
+    entries = np.repeat(starts - row_indptr[:-1], lengths)
+    entries += np.arange(row_indptr[-1], dtype=entries.dtype)
+    return row_indptr, entries
+
+
 @dataclass(frozen=True)
 class _CompactDocuments:
     """Documents in CSR form with their words renumbered 0..n_words-1.
@@ -81,15 +111,21 @@ class _CompactDocuments:
     counts: np.ndarray
 
     @classmethod
-    def from_csr(cls, X):
+    def from_csr(cls, X, rows=None):
+        """The documents of the CSR matrix ``X``, or of its rows ``rows``
+        only (an array of indices or a slice), cut from its arrays."""
+        indptr, indices, counts = X.indptr, X.indices, X.data
+        if rows is not None:
+            indptr, entries = _entries_of_rows(indptr, rows)
+            indices, counts = indices[entries], counts[entries]
         words, indices = _kernel.renumber_words(
-            X.indices.astype(np.intp, copy=False), X.shape[1]
+            indices.astype(np.intp, copy=False), X.shape[1]
         )
         return cls(
             words=words,
-            indptr=X.indptr.astype(np.intp, copy=False),
+            indptr=indptr.astype(np.intp, copy=False),
             indices=indices,
-            counts=X.data,
+            counts=counts,
         )
 
     @property
@@ -174,14 +210,14 @@ class LocalStep:
     def fit(
         self,
         documents,
-        natural,
+        store,
         topic_totals,
         start_key=None,
         index_words=False,
-        natural_rows=None,
         sample_counts=False,
     ):
-        """Fit gamma for each of the documents at the topics ``natural``.
+        """Fit gamma for each of the documents at the topics lambda, read
+        from its ``store``.
 
         Both the topics' weights of the words and the documents' fixed
         points are computed in chunks on the active threads; every value is
@@ -196,9 +232,10 @@ class LocalStep:
         ----------
         documents : _CompactDocuments
             The documents.
-        natural : ndarray of shape (n_rows, n_components)
-            lambda, stored word by word: every word, or the words
-            ``natural_rows``.
+        store : NaturalStore
+            lambda's store (:mod:`sklearn_svi._store`), stored word by word,
+            from which the rows of the documents' words are read
+            (``rows_block``).
         topic_totals : ndarray of shape (n_components,)
             The sums of lambda over the words, in float64.
         start_key : int or None, default=None
@@ -206,9 +243,6 @@ class LocalStep:
         index_words : bool, default=False
             Also list the documents of each word, and keep the collapsed
             step's responsibilities: what the statistic needs.
-        natural_rows : ndarray of shape (n_rows,) or None, default=None
-            The vocabulary indices of the rows of ``natural``, sorted, when
-            it holds only some words (those of the documents at least).
         sample_counts : bool, default=False
             Collapsed steps only: also draw each document's integer topic
             counts from its final responsibilities, with the random numbers
@@ -219,21 +253,16 @@ class LocalStep:
         -------
         local : _LocalFit
         """
-        rows = documents.words
-        if natural_rows is not None:
-            rows = np.searchsorted(natural_rows, rows)
         word_topic, word_index = _word_topic(
-            documents, natural, rows, topic_totals, self.collapsed, index_words
+            documents, store, topic_totals, self.collapsed, index_words
         )
-        doc_topic = np.empty(
-            (documents.n_documents, natural.shape[1]), dtype=natural.dtype
-        )
-        prior = self.doc_topic_prior.astype(natural.dtype)
+        n_topics, dtype = word_topic.shape[1], word_topic.dtype
+        doc_topic = np.empty((documents.n_documents, n_topics), dtype=dtype)
+        prior = self.doc_topic_prior.astype(dtype)
         start = (
             0.0 if start_key is None else start_spread(self.collapsed),
             0 if start_key is None else start_key,
         )
-        n_topics, dtype = natural.shape[1], natural.dtype
         # Each step fills its own outputs; the other's have no rows.
         collapsed, none = self.collapsed, np.empty((0, n_topics), dtype=dtype)
         responsibility = np.empty(
@@ -273,29 +302,40 @@ class LocalStep:
         )
 
 
-def _word_topic(documents, natural, rows, topic_totals, collapsed, index_words):
-    """The topics' weights of the documents' words, one row per word.
-
-    ``rows`` are the rows of ``natural`` that hold the documents' words.
+def _word_topic(documents, store, topic_totals, collapsed, index_words):
+    """The topics' weights of the documents' words, one row per word, from
+    lambda's ``store``.
 
     exp E[log beta] for the mean-field step, E[beta] for the collapsed one.
     Only the documents' words are computed: the digamma over all of K x V
-    costs as much as the local step on a small minibatch. The word index,
-    when asked for, is one more chunk of the same work: it needs only the
-    documents.
+    costs as much as the local step on a small minibatch. E[beta] is
+    lambda's rows over the topics' totals, which the store computes as it
+    reads the rows. The word index, when asked for, is one more chunk of
+    the same work: it needs only the documents.
 
     Returns
     -------
     word_topic : ndarray of shape (n_words, n_components)
     word_index : tuple of ndarray or None
     """
-    n_words = rows.size
-    word_topic = np.empty((n_words, natural.shape[1]), dtype=natural.dtype)
-    kernel = _kernel.mean_rows if collapsed else _kernel.exp_dirichlet_expectation_rows
-    chunks = [
-        (kernel, natural, topic_totals, rows[span], word_topic[span])
-        for span in row_blocks(n_words)
-    ]
+    words = documents.words
+    chunks = []
+    if collapsed:
+        word_topic, _ = store.rows_block(words, column_factors=1.0 / topic_totals)
+    else:
+        natural, natural_rows = store.rows_block(words)
+        rows = words if natural_rows is None else np.searchsorted(natural_rows, words)
+        word_topic = np.empty((words.size, natural.shape[1]), dtype=natural.dtype)
+        chunks = [
+            (
+                _kernel.exp_dirichlet_expectation_rows,
+                natural,
+                topic_totals,
+                rows[span],
+                word_topic[span],
+            )
+            for span in row_blocks(words.size)
+        ]
     if index_words:
         chunks.insert(
             0,
@@ -303,7 +343,7 @@ def _word_topic(documents, natural, rows, topic_totals, collapsed, index_words):
                 _kernel.words_of_documents,
                 documents.indptr,
                 documents.indices,
-                n_words,
+                words.size,
             ),
         )
     results = run_calls(call, chunks)

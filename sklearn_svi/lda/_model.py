@@ -259,6 +259,11 @@ class _OnlineLDA(
         """The minibatch's documents with their words renumbered."""
         return _CompactDocuments.from_csr(X_batch)
 
+    def _prepare_rows(self, X, rows):
+        """The documents of the rows ``rows`` of ``X``, cut from its arrays,
+        with their words renumbered."""
+        return _CompactDocuments.from_csr(X, rows)
+
     def _rows_read(self, documents):
         """The local step reads the rows of lambda of the documents' words."""
         return documents.words
@@ -361,14 +366,12 @@ class _OnlineLDA(
             SAMPLE_BELOW[self.local_step] if collapsed and in_update else 0.0,
             sampled_sweeps,
         )
-        natural, natural_rows = self._natural_store.rows_block(documents.words)
         return step.fit(
             documents,
-            natural,
+            self._natural_store,
             self._topic_totals,
             start_key,
             index_words,
-            natural_rows=natural_rows,
             sample_counts=sample_counts and collapsed,
         )
 
