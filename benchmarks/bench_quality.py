@@ -519,17 +519,21 @@ def budget_fits(sampler, budgets, extra, clock=time.process_time):
     ``MAX_BUDGET_FITS`` fits the last within the budget is kept. A budget
     shorter than the fit of a single sweep has no checkpoint.
     """
-    sweeps, seconds = 1, None
+    # The sweeps and seconds of the last fit.
+    fitted, seconds = None, None
     for budget in sorted(budgets):
         kept = None
         for _ in range(MAX_BUDGET_FITS):
-            if seconds is not None:
-                sweeps = int((sweeps + extra) * 0.95 * budget / seconds) - extra
+            sweeps = (
+                1
+                if fitted is None
+                else int((fitted + extra) * 0.95 * budget / seconds) - extra
+            )
             if sweeps < 1:
                 break
             start = clock()
             sampler.train(sweeps)
-            seconds = clock() - start
+            fitted, seconds = sweeps, clock() - start
             if seconds <= budget:
                 kept = (seconds, sampler.snapshot())
                 if seconds >= 0.9 * budget:
