@@ -198,6 +198,12 @@ def main():
         "the report. Open: seconds from the command that opens the page in "
         "headless Chromium to its window.reportReady; drawn: the page's "
         f"performance.now() then; medians of {args.loads} loads."
+        + (
+            " Every topic of every page was then clicked on the map, and the "
+            "page showed the topic's words and documents of the report's data."
+            if args.check
+            else ""
+        )
     )
     table = simple_table(
         [
