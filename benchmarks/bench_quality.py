@@ -512,34 +512,46 @@ def budget_fits(sampler, budgets, extra, clock=time.process_time):
     needed): yields the seconds and a snapshot of each budget's fit, the
     last whose time fell within the budget, in the order of the budgets.
 
-    The sweeps of a fit are those the speed of the fit before gives the
-    budget less 5%, its time taken as proportional to its sweeps and the
-    ``extra`` sweeps the library runs after them; a fit is accepted when its
-    time lies between 90% of the budget and the budget, and after
-    ``MAX_BUDGET_FITS`` fits the last within the budget is kept. A budget
-    shorter than the fit of a single sweep has no checkpoint.
+    The sweeps of a fit are those that the fits so far give 95% of the
+    budget (:func:`sweeps_for`); a fit is accepted when its time lies
+    between 90% of the budget and the budget, and after ``MAX_BUDGET_FITS``
+    fits the last within the budget is kept. A budget shorter than the fit
+    of a single sweep has no checkpoint.
     """
-    # The sweeps and seconds of the last fit.
-    fitted, seconds = None, None
+    # The sweeps, ``extra`` included, and the seconds of every fit so far.
+    fits = []
     for budget in sorted(budgets):
         kept = None
         for _ in range(MAX_BUDGET_FITS):
-            sweeps = (
-                1
-                if fitted is None
-                else int((fitted + extra) * 0.95 * budget / seconds) - extra
-            )
+            sweeps = sweeps_for(0.95 * budget, fits) - extra if fits else 1
             if sweeps < 1:
                 break
             start = clock()
             sampler.train(sweeps)
-            fitted, seconds = sweeps, clock() - start
+            seconds = clock() - start
+            fits.append((sweeps + extra, seconds))
             if seconds <= budget:
                 kept = (seconds, sampler.snapshot())
                 if seconds >= 0.9 * budget:
                     break
         if kept is not None:
             yield kept
+
+
+def sweeps_for(seconds, fits):
+    """The sweeps a fit of ``seconds`` runs, from the (sweeps, seconds) of
+    the fits so far: on the line through the last two fits of different
+    sweeps (a fit's start costs time of its own, and a sampler that learns
+    its priors sweeps more slowly after its burn-in), or in proportion to the
+    last fit when there is only one or the line does not rise."""
+    last_sweeps, last_seconds = fits[-1]
+    earlier = [fit for fit in fits[:-1] if fit[0] != last_sweeps]
+    if earlier:
+        other_sweeps, other_seconds = earlier[-1]
+        slope = (last_seconds - other_seconds) / (last_sweeps - other_sweeps)
+        if slope > 0:
+            return int(last_sweeps + (seconds - last_seconds) / slope)
+    return int(last_sweeps * seconds / last_seconds)
 
 
 def gibbs_sweeps():
