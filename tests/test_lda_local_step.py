@@ -301,6 +301,65 @@ def test_sampled_step_keeps_every_count(planted_corpus, kernel, scale):
         assert_array_equal(local.sampled_counts, np.round(local.sampled_counts))
 
 
+@pytest.mark.parametrize("scale, dtype", [(1.0, np.float64), (0.6, np.float32)])
+def test_sparse_responsibilities_give_the_dense_statistic(
+    kernel, monkeypatch, scale, dtype
+):
+    # At 80 topics the sampled documents of up to 4 tokens keep their
+    # responsibilities on the topics they hold; the longer ones and the
+    # CVB0 documents write every topic. The same draws with every document
+    # written densely give the same statistic, weighted or not.
+    X, _, _ = make_lda_corpus(
+        n_documents=300,
+        n_features=200,
+        n_topics=5,
+        mean_document_length=6,
+        random_state=0,
+    )
+    X = (X * scale).astype(dtype)
+    X[:20] = X[:20] * 20
+    model = SmoothedLDA(n_components=80, batch_size=100, max_iter=2, random_state=0)
+    model.fit(X)
+    weights = np.random.default_rng(0).uniform(0.5, 2.0, X.shape[0])
+
+    def statistics():
+        documents = model._prepare_minibatch(X)
+        return [
+            dense_statistic(
+                model._local_statistic(documents, sample_weight=w, draw=3),
+                model._natural.shape,
+            )
+            for w in (None, weights)
+        ]
+
+    local = model._fit_documents(
+        model._prepare_minibatch(X), start_key=model._start_key(3), index_words=True
+    )
+    n_slots = np.diff(local.sparse.slot_offset)
+    assert 0 < np.count_nonzero(n_slots) < X.shape[0]
+    sparse = statistics()
+    allocate = sklearn_svi.lda._local_step._SparseResponsibility.allocate.__func__
+    monkeypatch.setattr(
+        sklearn_svi.lda._local_step._SparseResponsibility,
+        "allocate",
+        classmethod(
+            lambda cls, documents, sample_below, sweeps, prior: allocate(
+                cls, documents, 0.0, sweeps, prior
+            )
+        ),
+    )
+    dense = statistics()
+    rtol = 1e-5 if dtype == np.float32 else 1e-12
+    for got, expected in zip(sparse, dense):
+        assert_allclose(got, expected, rtol=rtol, atol=rtol * np.abs(expected).max())
+    # Every token counted once.
+    assert_allclose(
+        sparse[0].sum(axis=1) * X.shape[0],
+        np.asarray(X.sum(axis=0)).ravel(),
+        rtol=rtol,
+    )
+
+
 def test_sampled_step_samples_in_the_updates_only(planted_corpus):
     # transform is deterministic: the CVB0 fixed point at the same topics.
     X = planted_corpus[0].astype(np.float64)

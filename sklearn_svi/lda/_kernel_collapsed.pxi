@@ -189,13 +189,14 @@ cdef inline void _write_collapsed(
     Py_ssize_t n_topics,
     floating[:, ::1] doc_topic,
     floating[:, ::1] responsibility,
+    bint with_rows,
 ) noexcept nogil:
-    """gamma = alpha + N_d to row d of ``doc_topic`` and, unless
-    ``responsibility`` has no rows, n_dw phi_dwk to the document's rows."""
+    """gamma = alpha + N_d to row d of ``doc_topic`` and, if ``with_rows``
+    and ``responsibility`` has rows, n_dw phi_dwk to the document's rows."""
     cdef Py_ssize_t j, k
     for k in range(n_topics):
         doc_topic[d, k] = <floating> (alpha[k] + max(topic_counts[k], 0.0))
-    if responsibility.shape[0] > 0:
+    if with_rows and responsibility.shape[0] > 0:
         for j in range(n_words):
             for k in range(n_topics):
                 responsibility[begin + j, k] = <floating> (

@@ -17,6 +17,12 @@ def infer_documents(
     floating[::1] count_ratio,
     floating[:, ::1] responsibility,
     floating[:, ::1] sampled_counts,
+    const double[:, ::1] draw_tables,
+    const Py_ssize_t[::1] slot_offset,
+    const Py_ssize_t[::1] value_offset,
+    int[::1] slot_topics,
+    floating[::1] slot_values,
+    floating[::1] smoothing_share,
     const floating[::1] doc_topic_prior,
     Py_ssize_t max_iter,
     double mean_change_tol,
@@ -56,7 +62,10 @@ def infer_documents(
     proportional to E[beta_kw] g_k, with the same weights E[beta_kw] as the
     CVB0 step; phi_dw is the mean of the conditional distributions of w's
     tokens over the sweeps after the first half, which burn in
-    (``_sampled_chain``).
+    (``_sampled_chain``). A sampled document with slots in ``slot_offset``
+    keeps its responsibilities sparsely there (``_write_sparse``), and its
+    gamma is alpha plus the topic counts of its last sweep; the others
+    write them to ``responsibility``.
 
     Parameters
     ----------
@@ -93,6 +102,22 @@ def infer_documents(
         topic counts with every token's topic drawn from its final
         responsibilities (``_sample_topic_counts``); for the sampled step,
         the counts of its last sweep.
+    draw_tables : ndarray of shape (n_words, 2 * n_blocks)
+        For the sampled step, each word's running sums of E[beta_kw] and
+        alpha_k E[beta_kw] by blocks of topics (``draw_tables``); no rows
+        without it.
+    slot_offset, value_offset : ndarray of shape (n_documents + 1,) or (0,)
+        Where each document keeps its responsibilities sparsely
+        (``sparse_layout``); empty for none.
+    slot_topics : ndarray of shape (slot_offset[-1],)
+        Output: each sparse document's topics, slot by slot, -1 in the
+        slots left.
+    slot_values : ndarray of shape (value_offset[-1],)
+        Output: the n_dw phi_dwk of each sparse document's words on its
+        slots, without their smoothing part.
+    smoothing_share : ndarray of shape (nnz,)
+        Output: the factor of alpha_k E[beta_kw] in n_dw phi_dwk of each
+        word of a sparse document, aligned with ``counts``.
     doc_topic_prior : ndarray of shape (n_topics,)
         alpha.
     max_iter : int
@@ -129,6 +154,8 @@ def infer_documents(
     cdef Py_ssize_t n_padded = _round_up(n_topics, lanes)
     cdef Py_ssize_t longest = _longest_document(indptr)
     cdef Py_ssize_t d, k, begin, n_words, n_rows, most_tokens, n_iter = 0
+    cdef Py_ssize_t n_blocks = draw_tables.shape[1] // 2
+    cdef Py_ssize_t n_slots, n_touched, i
     cdef double length
     cdef floating eps = FLT_EPSILON if floating is float else DBL_EPSILON
     cdef const floating* alpha = &doc_topic_prior[0]
@@ -149,8 +176,8 @@ def infer_documents(
     cdef double* previous_counts
     cdef floating* start = NULL
     # The sampled step's topic of each token, the topics that a document's
-    # tokens have held and the place of each topic among them (-1 for
-    # none), and two values per word.
+    # tokens have held and the slot of each topic among them (-1 for
+    # none), and one value per word.
     cdef int* topics = NULL
     cdef int* touched = NULL
     cdef int* slot_of = NULL
@@ -158,6 +185,8 @@ def infer_documents(
     # Every step's.
     cdef floating* doc_counts
 
+    if sample_below > 0.0 and draw_tables.shape[0] != word_topic.shape[0]:
+        raise ValueError("The sampled step needs the draw tables of every word.")
     if collapsed:
         allocated = _allocate_collapsed(
             longest, n_topics, &phi, &topic_counts, &proposal, &previous_counts,
@@ -173,7 +202,7 @@ def infer_documents(
     if sample_below > 0.0:
         most_tokens = max(_most_tokens(indptr, counts, sample_below), 1)
         topics = <int*> malloc((most_tokens + 2 * n_topics) * sizeof(int))
-        word_buffers = <double*> malloc(2 * max(longest, 1) * sizeof(double))
+        word_buffers = <double*> malloc(max(longest, 1) * sizeof(double))
         if topics == NULL or word_buffers == NULL:
             free(phi)
             free(start)
@@ -191,19 +220,43 @@ def infer_documents(
                 # A sampled document starts from the symmetric point: its
                 # draws break the tie themselves.
                 sampled = _document_length(counts, begin, n_words) < sample_below
+                n_slots = (
+                    slot_offset[d + 1] - slot_offset[d]
+                    if sampled and slot_offset.shape[0] > 0 else 0
+                )
                 length = _start_document(
                     counts, words, indices, begin, n_words, alpha, n_topics,
                     0.0 if sampled else start_spread, start_key, doc_counts,
                     start, &stream,
                 )
                 if sampled:
-                    _sampled_chain(
-                        &word_topic[0, 0], &indices[begin], n_words, n_topics,
-                        doc_counts, alpha, start, sampled_sweeps, topics, phi,
-                        topic_counts, proposal, previous_counts, word_buffers,
-                        touched, slot_of, stream,
+                    n_touched = _sampled_chain(
+                        &word_topic[0, 0], &draw_tables[0, 0], n_blocks,
+                        &indices[begin], n_words, n_topics, doc_counts, alpha,
+                        length / n_topics, sampled_sweeps,
+                        n_slots if n_slots > 0 else n_topics, topics, phi,
+                        word_buffers, topic_counts, proposal, touched, slot_of,
+                        stream,
                     )
+                    memcpy(previous_counts, topic_counts, n_topics * sizeof(double))
+                    for i in range(n_touched):
+                        slot_of[touched[i]] = -1
                     n_iter += sampled_sweeps
+                    if n_slots > 0:
+                        _write_sparse(
+                            begin, n_words, n_slots,
+                            sampled_sweeps - sampled_sweeps // 2, touched,
+                            n_touched, phi, word_buffers,
+                            &slot_topics[slot_offset[d]],
+                            &slot_values[value_offset[d]], &smoothing_share[0],
+                        )
+                    else:
+                        _expand_kept(
+                            &word_topic[0, 0], &indices[begin], n_words,
+                            n_topics, doc_counts, alpha,
+                            sampled_sweeps - sampled_sweeps // 2, touched,
+                            n_touched, word_buffers, phi, topic_counts, proposal,
+                        )
                 else:
                     _start_responsibilities(
                         &word_topic[0, 0], &indices[begin], n_words, n_topics,
@@ -218,7 +271,7 @@ def infer_documents(
                     )
                 _write_collapsed(
                     d, begin, n_words, alpha, doc_counts, phi, topic_counts,
-                    n_topics, doc_topic, responsibility,
+                    n_topics, doc_topic, responsibility, n_slots == 0,
                 )
                 if sampled_counts.shape[0] > 0 and sampled:
                     for k in range(n_topics):

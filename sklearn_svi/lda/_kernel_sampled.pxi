@@ -34,6 +34,154 @@ cdef inline Py_ssize_t _most_tokens(
     return most
 
 
+cdef enum:
+    # The topics of a block of the draw tables (``draw_tables``).
+    DRAW_BLOCK = 16
+
+
+def sparse_layout(
+    const Py_ssize_t[::1] indptr,
+    const floating[::1] counts,
+    double sample_below,
+    Py_ssize_t n_sweeps,
+    Py_ssize_t n_topics,
+):
+    """Where the sampled step keeps each document's responsibilities
+    sparsely.
+
+    A document below ``sample_below`` tokens draws a topic for each of its
+    tokens at its start and in each of its ``n_sweeps`` sweeps, so its
+    tokens hold at most ``capacity = n_tokens (n_sweeps + 1)`` topics. When
+    that is at most a quarter of the topics, its draws stay in SparseLDA's
+    split (``_sampled_sweep``) and its responsibilities are kept over the
+    topics it holds: ``capacity`` slots for the document (its topics) and as
+    many per word (their values). Other documents get no slots.
+
+    Returns
+    -------
+    slot_offset : ndarray of shape (n_documents + 1,)
+        Document d's slots are ``slot_offset[d]`` to ``slot_offset[d + 1] - 1``.
+    value_offset : ndarray of shape (n_documents + 1,)
+        The values of document d's words, one row of its slots per word,
+        start at ``value_offset[d]``.
+    """
+    cdef Py_ssize_t n_documents = indptr.shape[0] - 1
+    cdef Py_ssize_t d, j, n_tokens, capacity
+    cdef double length
+    slot_offset_array = np.zeros(n_documents + 1, dtype=np.intp)
+    value_offset_array = np.zeros(n_documents + 1, dtype=np.intp)
+    cdef Py_ssize_t[::1] slot_offset = slot_offset_array
+    cdef Py_ssize_t[::1] value_offset = value_offset_array
+    with nogil:
+        for d in range(n_documents):
+            n_tokens = 0
+            length = 0.0
+            for j in range(indptr[d], indptr[d + 1]):
+                n_tokens += _token_count(counts[j])
+                length += counts[j]
+            capacity = n_tokens * (n_sweeps + 1)
+            if length >= sample_below or 4 * capacity > n_topics:
+                capacity = 0
+            slot_offset[d + 1] = slot_offset[d] + capacity
+            value_offset[d + 1] = value_offset[d] + capacity * (
+                indptr[d + 1] - indptr[d]
+            )
+    return slot_offset_array, value_offset_array
+
+
+def draw_tables(
+    const floating[:, ::1] mean_word_topic,
+    const floating[::1] doc_topic_prior,
+    double[:, ::1] out,
+    Py_ssize_t start,
+    Py_ssize_t stop,
+):
+    """The running sums by which the sampled step draws a word's topics.
+
+    For words ``start`` to ``stop - 1``, over the topics in blocks of
+    DRAW_BLOCK, the sums up to the end of each block of E[beta_kw]
+    (``out[w, :n_blocks]``) and of alpha_k E[beta_kw], the smoothing mass of
+    SparseLDA (``out[w, n_blocks:]``): a draw from either searches the
+    blocks by bisection and walks one block (``_draw_from_blocks``), which
+    costs log K rather than K.
+
+    Parameters
+    ----------
+    mean_word_topic : ndarray of shape (n_words, n_topics)
+        E[beta] of the minibatch's words.
+    doc_topic_prior : ndarray of shape (n_topics,)
+        alpha.
+    out : ndarray of shape (n_words, 2 * n_blocks)
+        Output, n_blocks = ceil(n_topics / DRAW_BLOCK).
+    start, stop : int
+        The range of words.
+    """
+    cdef Py_ssize_t n_topics = mean_word_topic.shape[1]
+    cdef Py_ssize_t n_blocks = out.shape[1] // 2
+    cdef Py_ssize_t w, b, first, n
+    cdef double mass, smoothing
+    cdef const floating* beta
+    cdef const floating* alpha = &doc_topic_prior[0]
+    with nogil:
+        for w in range(start, stop):
+            beta = &mean_word_topic[w, 0]
+            mass = 0.0
+            smoothing = 0.0
+            for b in range(n_blocks):
+                first = b * DRAW_BLOCK
+                n = min(DRAW_BLOCK, n_topics - first)
+                mass += _block_sum(&beta[first], NULL, n)
+                smoothing += _block_sum(&beta[first], &alpha[first], n)
+                out[w, b] = mass
+                out[w, n_blocks + b] = smoothing
+
+
+cdef inline double _block_sum(
+    const floating* beta, const floating* alpha, Py_ssize_t n
+) noexcept nogil:
+    """The sum of beta_k (of alpha_k beta_k unless ``alpha`` is NULL) over
+    n <= DRAW_BLOCK topics, as four interleaved partial sums: the additions
+    of one chain wait for each other, those of four overlap."""
+    cdef double part[4]
+    cdef Py_ssize_t i
+    for i in range(4):
+        part[i] = 0.0
+    for i in range(n):
+        part[i % 4] += beta[i] if alpha == NULL else alpha[i] * beta[i]
+    return (part[0] + part[2]) + (part[1] + part[3])
+
+
+cdef inline Py_ssize_t _draw_from_blocks(
+    const double* running_sums,
+    Py_ssize_t n_blocks,
+    const floating* beta,
+    const floating* alpha,
+    Py_ssize_t n_topics,
+    double target,
+) noexcept nogil:
+    """The first topic at which the running sum of beta_k (alpha_k beta_k
+    unless ``alpha`` is NULL) reaches ``target``, from the sums at the ends
+    of its blocks (``draw_tables``): the block by bisection, then the topic
+    within it. The last topic of the block when rounding leaves the sum
+    below the target."""
+    cdef Py_ssize_t low = 0, high = n_blocks - 1, middle, k, end
+    cdef double running
+    while low < high:
+        middle = (low + high) // 2
+        if running_sums[middle] >= target:
+            high = middle
+        else:
+            low = middle + 1
+    running = running_sums[low - 1] if low > 0 else 0.0
+    k = low * DRAW_BLOCK
+    end = min(k + DRAW_BLOCK, n_topics)
+    while True:
+        running += beta[k] if alpha == NULL else alpha[k] * beta[k]
+        if running >= target or k + 1 == end:
+            return k
+        k += 1
+
+
 cdef inline Py_ssize_t _draw_topic(
     const double* weights, Py_ssize_t n_topics, double total, double u
 ) noexcept nogil:
@@ -63,55 +211,56 @@ cdef inline Py_ssize_t _draw_topic(
     return k
 
 
-cdef inline Py_ssize_t _draw_smoothing(
-    const floating* beta,
-    const floating* alpha,
-    Py_ssize_t n_topics,
-    double target,
-) noexcept nogil:
-    """The first topic at which the running sum of alpha_k beta_k reaches
-    ``target``: a draw from the smoothing mass, by inversion, skipping whole
-    blocks of eight topics as ``_draw_topic`` does. The last topic when
-    rounding leaves the sum below the target."""
-    cdef Py_ssize_t k = 0, i
-    cdef double running = 0.0, block
-    while k + 8 < n_topics:
-        block = 0.0
-        for i in range(8):
-            block += alpha[k + i] * beta[k + i]
-        if running + block >= target:
-            break
-        running += block
-        k += 8
-    running += alpha[k] * beta[k]
-    while running < target and k + 1 < n_topics:
-        k += 1
-        running += alpha[k] * beta[k]
-    return k
-
-
 cdef inline void _touch(
     Py_ssize_t k, int* touched, Py_ssize_t* n_touched, int* slot_of
 ) noexcept nogil:
-    """List topic k among the topics that the document's tokens have held."""
+    """List topic k among the topics that the document's tokens have held:
+    its slot is its place in the list."""
     if slot_of[k] < 0:
         slot_of[k] = <int> n_touched[0]
         touched[n_touched[0]] = <int> k
         n_touched[0] += 1
 
 
+cdef inline void _touch_every_topic(
+    double* kept,
+    Py_ssize_t n_words,
+    Py_ssize_t n_topics,
+    int* touched,
+    Py_ssize_t* n_touched,
+    int* slot_of,
+    double* scratch,
+) noexcept nogil:
+    """Give every topic its own number as its slot, before the document's
+    draws run over all the topics (``_draw_over_all_topics``): the kept
+    rows of ``n_topics`` slots are moved from the order in which their
+    topics were first held to the topics' order."""
+    cdef Py_ssize_t i, j, k
+    cdef double* row
+    for j in range(n_words):
+        row = &kept[j * n_topics]
+        memcpy(scratch, row, n_touched[0] * sizeof(double))
+        memset(row, 0, n_topics * sizeof(double))
+        for i in range(n_touched[0]):
+            row[touched[i]] = scratch[i]
+    for k in range(n_topics):
+        touched[k] = <int> k
+        slot_of[k] = <int> k
+    n_touched[0] = n_topics
+
+
 cdef inline void _sample_start(
     const floating* mean_word_topic,
+    const double* tables,
+    Py_ssize_t n_blocks,
     const Py_ssize_t* rows,
     Py_ssize_t n_words,
     Py_ssize_t n_topics,
     const floating* doc_counts,
     const floating* alpha,
-    const floating* start,
+    double share,
     int* topics,
     double* topic_counts,
-    double* conditional,
-    double* smoothing_mass,
     int* touched,
     Py_ssize_t* n_touched,
     int* slot_of,
@@ -119,28 +268,35 @@ cdef inline void _sample_start(
     unsigned long long* counter,
 ) noexcept nogil:
     """Each token's first topic drawn with probability proportional to
-    E[beta_kw] g_k, g the document's start, the document's topic counts
-    N_dk of those draws (each token counted with its weight) and the topics
-    drawn; and each word's smoothing mass sum_k alpha_k E[beta_kw]."""
+    E[beta_kw] (alpha_k + s), s = ``share`` = n_d / K: the symmetric start
+    of the collapsed step. The draw falls in the smoothing mass
+    sum_k alpha_k E[beta_kw] or in s sum_k E[beta_kw], and then in its
+    blocks (``draw_tables``). Sets the document's topic counts N_dk of those
+    draws (each token counted with its weight) and the topics drawn."""
     cdef Py_ssize_t j, k, token, t = 0
-    cdef double total, weight, mass
+    cdef double smoothing, total, target, weight
+    cdef const double* table
     cdef const floating* beta
     for k in range(n_topics):
         topic_counts[k] = 0.0
     for j in range(n_words):
         beta = &mean_word_topic[rows[j] * n_topics]
-        mass = 0.0
-        for k in range(n_topics):
-            conditional[k] = beta[k] * start[k]
-            mass += alpha[k] * beta[k]
-        smoothing_mass[j] = mass
-        total = _sum(conditional, n_topics)
+        table = &tables[rows[j] * 2 * n_blocks]
+        smoothing = table[2 * n_blocks - 1]
+        total = smoothing + share * table[n_blocks - 1]
         for token in range(_token_count(doc_counts[j])):
             weight = _token_weight(doc_counts[j], token)
-            k = _draw_topic(
-                conditional, n_topics, total, _uniform(stream, counter[0])
-            )
+            target = _uniform(stream, counter[0]) * total
             counter[0] += 1
+            if target <= smoothing:
+                k = _draw_from_blocks(
+                    table + n_blocks, n_blocks, beta, alpha, n_topics, target
+                )
+            else:
+                k = _draw_from_blocks(
+                    table, n_blocks, beta, NULL, n_topics,
+                    (target - smoothing) / share,
+                )
             topics[t] = <int> k
             topic_counts[k] += weight
             _touch(k, touched, n_touched, slot_of)
@@ -159,7 +315,8 @@ cdef inline Py_ssize_t _draw_over_all_topics(
 ) noexcept nogil:
     """A token's topic drawn from E[beta_kw] (N_dk + alpha_k) over all the
     topics; unless ``kept_row`` is NULL, its conditional distribution times
-    ``weight`` added to it."""
+    ``weight`` added to it, whose slots are then the topics
+    (``_touch_every_topic``)."""
     cdef Py_ssize_t k
     cdef double total, scale
     for k in range(n_topics):
@@ -175,7 +332,8 @@ cdef inline Py_ssize_t _draw_over_all_topics(
 cdef inline Py_ssize_t _draw_over_touched(
     const floating* beta,
     const floating* alpha,
-    double smoothing_mass,
+    const double* table,
+    Py_ssize_t n_blocks,
     const double* topic_counts,
     const int* touched,
     Py_ssize_t n_touched,
@@ -189,10 +347,12 @@ cdef inline Py_ssize_t _draw_over_touched(
     """A token's topic drawn from E[beta_kw] (N_dk + alpha_k) in SparseLDA's
     split: the document's mass N_dk E[beta_kw] over the ``touched`` topics,
     then, when the draw falls beyond it, the smoothing mass over all
-    topics. Unless ``kept_row`` is NULL, its conditional distribution times
-    ``weight`` is added: the document's part to ``kept_row``, the smoothing
+    topics, from the word's ``table`` (``draw_tables``). Unless
+    ``kept_row`` is NULL, its conditional distribution times ``weight`` is
+    added: the document's part to ``kept_row``, slot by slot, the smoothing
     part as its factor, to ``kept_smoothing``."""
     cdef Py_ssize_t i = 0
+    cdef double smoothing_mass = table[2 * n_blocks - 1]
     cdef double document_mass = 0.0, running = 0.0, total, target, scale
     for i in range(n_touched):
         conditional[i] = beta[touched[i]] * max(topic_counts[touched[i]], 0.0)
@@ -202,10 +362,13 @@ cdef inline Py_ssize_t _draw_over_touched(
         scale = weight / total
         kept_smoothing[0] += scale
         for i in range(n_touched):
-            kept_row[touched[i]] += scale * conditional[i]
+            kept_row[i] += scale * conditional[i]
     target = u * total
     if target > document_mass:
-        return _draw_smoothing(beta, alpha, n_topics, target - document_mass)
+        return _draw_from_blocks(
+            table + n_blocks, n_blocks, beta, alpha, n_topics,
+            target - document_mass,
+        )
     i = 0
     while i + 1 < n_touched:
         running += conditional[i]
@@ -217,19 +380,22 @@ cdef inline Py_ssize_t _draw_over_touched(
 
 cdef inline void _sampled_sweep(
     const floating* mean_word_topic,
+    const double* tables,
+    Py_ssize_t n_blocks,
     const Py_ssize_t* rows,
     Py_ssize_t n_words,
     Py_ssize_t n_topics,
     const floating* doc_counts,
     const floating* alpha,
-    const double* smoothing_mass,
     int* topics,
     double* topic_counts,
     int* touched,
     Py_ssize_t* n_touched,
     int* slot_of,
     double* conditional,
+    bint over_all_topics,
     double* kept,
+    Py_ssize_t n_slots,
     double* kept_smoothing,
     unsigned long long stream,
     unsigned long long* counter,
@@ -240,20 +406,21 @@ cdef inline void _sampled_sweep(
     distribution, proportional to E[beta_kw] (N_dk without the token +
     alpha_k), and N_d updated with the draw (Griffiths & Steyvers 2004,
     with the topics' expected counts given by lambda as in Mimno et al.
-    2012). While the topics that the document's tokens have held
-    (``touched``) are at most a quarter of all topics, the conditional is
-    split as in SparseLDA (Yao, Mimno & McCallum 2009) into the smoothing mass
-    alpha_k E[beta_kw], whose sum over the topics is the word's
-    ``smoothing_mass``, and the document's mass N_dk E[beta_kw], which only
-    the touched topics carry (``_draw_over_touched``): a token then costs
-    the topics of its document, not all topics. Beyond that, one pass over
-    all the topics costs less (``_draw_over_all_topics``).
+    2012). Unless ``over_all_topics``, the conditional is split as in
+    SparseLDA (Yao, Mimno & McCallum 2009) into the smoothing mass
+    alpha_k E[beta_kw] and the document's mass N_dk E[beta_kw], which only
+    the topics that the document's tokens have held (``touched``) carry
+    (``_draw_over_touched``): a token then costs the topics of its document
+    and log K, not K. With ``over_all_topics``, for a document whose tokens
+    hold many topics, one pass over all the topics costs less
+    (``_draw_over_all_topics``), and the slots are the topics.
 
     Unless ``kept`` is NULL, the token's conditional distribution times its
-    weight is added to its word's row: the Rao-Blackwellised estimate of
-    the token's assignment, which has the draw's expectation and a smaller
-    variance; a split draw adds its smoothing part to the word's
-    ``kept_smoothing`` as one factor of alpha_k E[beta_kw].
+    weight is added to its word's row of ``n_slots`` slots: the
+    Rao-Blackwellised estimate of the token's assignment, which has the
+    draw's expectation and a smaller variance; a split draw adds its
+    smoothing part to the word's ``kept_smoothing`` as one factor of
+    alpha_k E[beta_kw].
     """
     cdef Py_ssize_t j, k, token, t = 0
     cdef double weight, u
@@ -262,22 +429,22 @@ cdef inline void _sampled_sweep(
     for j in range(n_words):
         beta = &mean_word_topic[rows[j] * n_topics]
         if kept != NULL:
-            kept_row = &kept[j * n_topics]
+            kept_row = &kept[j * n_slots]
         for token in range(_token_count(doc_counts[j])):
             weight = _token_weight(doc_counts[j], token)
             topic_counts[topics[t]] -= weight
             u = _uniform(stream, counter[0])
             counter[0] += 1
-            if 4 * n_touched[0] > n_topics:
+            if over_all_topics:
                 k = _draw_over_all_topics(
                     beta, alpha, topic_counts, n_topics, conditional, u, weight,
                     kept_row,
                 )
             else:
                 k = _draw_over_touched(
-                    beta, alpha, smoothing_mass[j], topic_counts, touched,
-                    n_touched[0], n_topics, conditional, u, weight, kept_row,
-                    &kept_smoothing[j],
+                    beta, alpha, &tables[rows[j] * 2 * n_blocks], n_blocks,
+                    topic_counts, touched, n_touched[0], n_topics, conditional,
+                    u, weight, kept_row, &kept_smoothing[j],
                 )
             topics[t] = <int> k
             topic_counts[k] += weight
@@ -285,71 +452,141 @@ cdef inline void _sampled_sweep(
             t += 1
 
 
-cdef inline void _sampled_chain(
+cdef inline Py_ssize_t _sampled_chain(
+    const floating* mean_word_topic,
+    const double* tables,
+    Py_ssize_t n_blocks,
+    const Py_ssize_t* rows,
+    Py_ssize_t n_words,
+    Py_ssize_t n_topics,
+    const floating* doc_counts,
+    const floating* alpha,
+    double share,
+    Py_ssize_t n_sweeps,
+    Py_ssize_t n_slots,
+    int* topics,
+    double* kept,
+    double* kept_smoothing,
+    double* topic_counts,
+    double* conditional,
+    int* touched,
+    int* slot_of,
+    unsigned long long stream,
+) noexcept nogil:
+    """A document's chain: a start drawn as ``_sample_start`` draws it,
+    then ``n_sweeps`` sweeps of which the first half (rounded down) burn
+    in. Returns the number of topics its tokens have held.
+
+    On return, ``kept`` holds for each word a row of ``n_slots`` slots (all
+    the topics, or at least as many as its tokens can hold): the sums over
+    the kept sweeps of its tokens' conditional distributions over the
+    topics of ``touched``, slot by slot, and ``kept_smoothing`` the sums of
+    their factors of alpha_k E[beta_kw] (``_sampled_sweep``); N_d is the
+    topic counts of the last sweep, a draw of the document's assignments.
+    ``slot_of`` gives each touched topic's slot; the caller resets it to
+    -1. The draws are the values of the document's stream after those of
+    its start (``_start_gamma`` reads the first n_topics + 1 at most), so
+    they depend on the document and the key alone.
+    """
+    cdef Py_ssize_t sweep, n_touched = 0
+    cdef Py_ssize_t n_burn = n_sweeps // 2
+    cdef bint over_all_topics = False
+    cdef unsigned long long counter = n_topics + 1
+    memset(kept, 0, n_words * n_slots * sizeof(double))
+    memset(kept_smoothing, 0, n_words * sizeof(double))
+    _sample_start(
+        mean_word_topic, tables, n_blocks, rows, n_words, n_topics, doc_counts,
+        alpha, share, topics, topic_counts, touched, &n_touched, slot_of,
+        stream, &counter,
+    )
+    for sweep in range(n_sweeps):
+        if not over_all_topics and 4 * n_touched > n_topics:
+            # Only a document with a slot for every topic gets here
+            # (``sparse_layout``).
+            _touch_every_topic(
+                kept, n_words, n_topics, touched, &n_touched, slot_of,
+                conditional,
+            )
+            over_all_topics = True
+        _sampled_sweep(
+            mean_word_topic, tables, n_blocks, rows, n_words, n_topics,
+            doc_counts, alpha, topics, topic_counts, touched, &n_touched,
+            slot_of, conditional, over_all_topics,
+            kept if sweep >= n_burn else NULL, n_slots, kept_smoothing, stream,
+            &counter,
+        )
+    return n_touched
+
+
+cdef inline void _expand_kept(
     const floating* mean_word_topic,
     const Py_ssize_t* rows,
     Py_ssize_t n_words,
     Py_ssize_t n_topics,
     const floating* doc_counts,
     const floating* alpha,
-    const floating* start,
-    Py_ssize_t n_sweeps,
-    int* topics,
+    Py_ssize_t n_kept,
+    const int* touched,
+    Py_ssize_t n_touched,
+    const double* kept_smoothing,
     double* phi,
     double* topic_counts,
-    double* conditional,
-    double* last_counts,
-    double* word_buffers,
-    int* touched,
-    int* slot_of,
-    unsigned long long stream,
+    double* scratch,
 ) noexcept nogil:
-    """A document's chain: a start drawn from ``start``, then ``n_sweeps``
-    sweeps of which the first half (rounded down) burn in.
-
-    On return, phi_dw is the mean of the conditional distributions of word
-    w's tokens over the kept sweeps, N_d = sum_w n_dw phi_dw, and
-    ``last_counts`` the topic counts of the last sweep: a draw of the
-    document's assignments. The draws are the values of the document's
-    stream after those of its start (``_start_gamma`` reads the first
-    n_topics + 1 at most), so they depend on the document and the key
-    alone. ``word_buffers`` holds two values per word, ``touched`` and
-    ``slot_of`` one per topic, ``slot_of`` -1 everywhere, as it is left.
-    """
-    cdef Py_ssize_t i, j, k, sweep, n_touched = 0
-    cdef Py_ssize_t n_burn = n_sweeps // 2
-    cdef unsigned long long counter = n_topics + 1
+    """phi_dw from a chain's kept sums, in place: each word's row of
+    ``n_topics`` slots moved to the topics' order, its smoothing factor
+    times alpha_k E[beta_kw] added, and the sum divided by the kept sweeps
+    times n_dw, the mean over its tokens' kept conditionals; and the
+    expected topic counts N_d = sum_w n_dw phi_dw."""
+    cdef Py_ssize_t i, j, k
     cdef double scale, smoothing
-    cdef double* smoothing_mass = word_buffers
-    cdef double* kept_smoothing = word_buffers + n_words
     cdef const floating* beta
-    memset(phi, 0, n_words * n_topics * sizeof(double))
-    memset(kept_smoothing, 0, n_words * sizeof(double))
-    _sample_start(
-        mean_word_topic, rows, n_words, n_topics, doc_counts, alpha, start,
-        topics, topic_counts, conditional, smoothing_mass, touched, &n_touched,
-        slot_of, stream, &counter,
-    )
-    for sweep in range(n_sweeps):
-        _sampled_sweep(
-            mean_word_topic, rows, n_words, n_topics, doc_counts, alpha,
-            smoothing_mass, topics, topic_counts, touched, &n_touched, slot_of,
-            conditional, phi if sweep >= n_burn else NULL, kept_smoothing,
-            stream, &counter,
-        )
-    memcpy(last_counts, topic_counts, n_topics * sizeof(double))
-    for i in range(n_touched):
-        slot_of[touched[i]] = -1
+    cdef double* row
     for k in range(n_topics):
         topic_counts[k] = 0.0
     for j in range(n_words):
+        row = &phi[j * n_topics]
         if doc_counts[j] <= 0.0:
+            memset(row, 0, n_topics * sizeof(double))
             continue
+        memcpy(scratch, row, n_touched * sizeof(double))
+        memset(row, 0, n_topics * sizeof(double))
+        for i in range(n_touched):
+            row[touched[i]] = scratch[i]
         beta = &mean_word_topic[rows[j] * n_topics]
-        scale = 1.0 / ((n_sweeps - n_burn) * doc_counts[j])
+        scale = 1.0 / (n_kept * doc_counts[j])
         smoothing = kept_smoothing[j]
         for k in range(n_topics):
-            phi[j * n_topics + k] = (
-                phi[j * n_topics + k] + smoothing * alpha[k] * beta[k]
-            ) * scale
-            topic_counts[k] += doc_counts[j] * phi[j * n_topics + k]
+            row[k] = (row[k] + smoothing * alpha[k] * beta[k]) * scale
+            topic_counts[k] += doc_counts[j] * row[k]
+
+
+cdef inline void _write_sparse(
+    Py_ssize_t begin,
+    Py_ssize_t n_words,
+    Py_ssize_t n_slots,
+    Py_ssize_t n_kept,
+    const int* touched,
+    Py_ssize_t n_touched,
+    const double* kept,
+    const double* kept_smoothing,
+    int* slot_topics,
+    floating* slot_values,
+    floating* smoothing_share,
+) noexcept nogil:
+    """A sampled document's responsibilities n_dw phi_dwk kept sparsely:
+    its touched topics in its slots (-1 in those left), and for each word
+    the mean over the kept sweeps of its slots' sums and of its smoothing
+    factor; n_dw phi_dwk is the slot's value, plus the factor times
+    alpha_k E[beta_kw] (``responsibility_statistic``)."""
+    cdef Py_ssize_t i, j
+    cdef double scale = 1.0 / n_kept
+    for i in range(n_slots):
+        slot_topics[i] = touched[i] if i < n_touched else -1
+    for j in range(n_words):
+        smoothing_share[begin + j] = <floating> (kept_smoothing[j] * scale)
+        for i in range(n_slots):
+            slot_values[j * n_slots + i] = <floating> (kept[j * n_slots + i] * scale)
+
+
+TOPICS_PER_DRAW_BLOCK = DRAW_BLOCK

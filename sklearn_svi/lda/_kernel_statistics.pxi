@@ -111,6 +111,14 @@ def responsibility_statistic(
     const Py_ssize_t[::1] positions,
     const floating[:, ::1] responsibility,
     const floating[::1] document_weight,
+    const Py_ssize_t[::1] indptr,
+    const Py_ssize_t[::1] slot_offset,
+    const Py_ssize_t[::1] value_offset,
+    const int[::1] slot_topics,
+    const floating[::1] slot_values,
+    const floating[::1] smoothing_share,
+    const floating[:, ::1] mean_word_topic,
+    const floating[::1] doc_topic_prior,
     floating[:, ::1] out,
     double scale,
     Py_ssize_t start,
@@ -120,16 +128,31 @@ def responsibility_statistic(
 
     The sum over the documents containing w, in increasing order, of the
     responsibilities n_dw phi_dwk of the collapsed local step, each weighed
-    by its document's weight w_d.
+    by its document's weight w_d. A document kept sparsely by the sampled
+    step (``sparse_layout``) adds its slots' values to their topics, and its
+    smoothing share s_dw to the word's factor of alpha_k E[beta_kw], which
+    starts the word's row:
+
+        out_wk = scale (alpha_k E[beta_kw] sum_d w_d s_dw + sum_d w_d a_dwk).
 
     Parameters
     ----------
     word_indptr, documents, positions : ndarray
         The documents of each word, from :func:`words_of_documents`.
     responsibility : ndarray of shape (nnz, n_topics)
-        n_dw phi_dwk, in the documents' (CSR) order.
+        n_dw phi_dwk, in the documents' (CSR) order, of the documents not
+        kept sparsely.
     document_weight : ndarray of shape (n_documents,)
         w_d.
+    indptr : ndarray of shape (n_documents + 1,)
+        The documents' CSR row pointers.
+    slot_offset, value_offset, slot_topics, slot_values, smoothing_share : ndarray
+        The sparse documents' responsibilities (``infer_documents``);
+        ``slot_offset`` empty for none.
+    mean_word_topic : ndarray of shape (n_words, n_topics)
+        E[beta] of the minibatch's words.
+    doc_topic_prior : ndarray of shape (n_topics,)
+        alpha.
     out : ndarray of shape (n_words, n_topics)
         Output rows ``start`` to ``stop - 1``.
     scale : float
@@ -138,22 +161,45 @@ def responsibility_statistic(
         The range of words.
     """
     cdef Py_ssize_t n_topics = responsibility.shape[1]
-    cdef Py_ssize_t w, j, k
+    cdef Py_ssize_t w, j, k, d, i, n_slots
     cdef floating weight
+    cdef double smoothing
     cdef floating* row
     cdef const floating* phi
+    cdef const floating* values
+    cdef const int* topics
     cdef unsigned int float_mode
     with nogil:
         float_mode = _flush_subnormals()
         for w in range(start, stop):
             row = &out[w, 0]
-            for k in range(n_topics):
-                row[k] = 0
+            smoothing = 0.0
             for j in range(word_indptr[w], word_indptr[w + 1]):
-                weight = document_weight[documents[j]]
-                phi = &responsibility[positions[j], 0]
-                for k in range(n_topics):
-                    row[k] += weight * phi[k]
+                d = documents[j]
+                if slot_offset.shape[0] > 0 and slot_offset[d + 1] > slot_offset[d]:
+                    smoothing += document_weight[d] * smoothing_share[positions[j]]
             for k in range(n_topics):
-                row[k] *= <floating> scale
+                row[k] = <floating> (
+                    scale * smoothing * doc_topic_prior[k] * mean_word_topic[w, k]
+                )
+            for j in range(word_indptr[w], word_indptr[w + 1]):
+                d = documents[j]
+                weight = <floating> (scale * document_weight[d])
+                n_slots = (
+                    slot_offset[d + 1] - slot_offset[d]
+                    if slot_offset.shape[0] > 0 else 0
+                )
+                if n_slots == 0:
+                    phi = &responsibility[positions[j], 0]
+                    for k in range(n_topics):
+                        row[k] += weight * phi[k]
+                    continue
+                topics = &slot_topics[slot_offset[d]]
+                values = &slot_values[
+                    value_offset[d] + (positions[j] - indptr[d]) * n_slots
+                ]
+                for i in range(n_slots):
+                    if topics[i] < 0:
+                        break
+                    row[topics[i]] += weight * values[i]
         _restore_float_mode(float_mode)

@@ -134,6 +134,75 @@ class _CompactDocuments:
 
 
 @dataclass(frozen=True)
+class _SparseResponsibility:
+    """The responsibilities of the documents that the sampled step keeps
+    sparsely: n_dw phi_dwk = a_dwk + s_dw alpha_k E[beta_kw], with a_dw
+    on the topics the document's tokens held (``sparse_layout`` and
+    ``infer_documents`` of the kernel).
+
+    Attributes
+    ----------
+    slot_offset, value_offset : ndarray of shape (n_documents + 1,) or (0,)
+        Where each document's topics and values lie; a document without
+        slots is not kept sparsely. Empty for none.
+    slot_topics : ndarray of int32
+        The topic of each slot, -1 in a document's slots left.
+    slot_values : ndarray
+        a_dwk, one row of its document's slots per word.
+    smoothing_share : ndarray of shape (nnz,)
+        s_dw, aligned with the documents' counts.
+    doc_topic_prior : ndarray of shape (n_components,)
+        alpha.
+    """
+
+    slot_offset: np.ndarray
+    value_offset: np.ndarray
+    slot_topics: np.ndarray
+    slot_values: np.ndarray
+    smoothing_share: np.ndarray
+    doc_topic_prior: np.ndarray
+
+    @classmethod
+    def allocate(cls, documents, sample_below, sampled_sweeps, doc_topic_prior):
+        """The outputs for the documents below ``sample_below`` tokens,
+        sampled with ``sampled_sweeps`` sweeps, that the kernel keeps
+        sparsely; empty when ``sample_below`` is 0."""
+        dtype = doc_topic_prior.dtype
+        if sample_below > 0:
+            slot_offset, value_offset = _kernel.sparse_layout(
+                documents.indptr,
+                documents.counts,
+                float(sample_below),
+                sampled_sweeps,
+                doc_topic_prior.size,
+            )
+        else:
+            slot_offset = value_offset = np.zeros(0, dtype=np.intp)
+        has_slots = slot_offset.size > 0
+        return cls(
+            slot_offset=slot_offset,
+            value_offset=value_offset,
+            slot_topics=np.empty(slot_offset[-1] if has_slots else 0, dtype=np.intc),
+            slot_values=np.empty(value_offset[-1] if has_slots else 0, dtype=dtype),
+            smoothing_share=np.empty(
+                documents.counts.size if has_slots else 0, dtype=dtype
+            ),
+            doc_topic_prior=doc_topic_prior,
+        )
+
+    @property
+    def kernel_outputs(self):
+        """The arrays in the order ``infer_documents`` takes them."""
+        return (
+            self.slot_offset,
+            self.value_offset,
+            self.slot_topics,
+            self.slot_values,
+            self.smoothing_share,
+        )
+
+
+@dataclass(frozen=True)
 class _LocalFit:
     """Result of the local step for a set of documents.
 
@@ -142,7 +211,9 @@ class _LocalFit:
     documents : _CompactDocuments
         The documents.
     doc_topic : ndarray of shape (n_documents, n_components)
-        gamma, the variational Dirichlet parameters of the proportions.
+        gamma, the variational Dirichlet parameters of the proportions; for
+        a document kept sparsely, alpha + the topic counts of its last
+        sweep.
     word_topic : ndarray of shape (n_words, n_components)
         The topics' weights of the documents' words: exp E[log beta] for
         the mean-field step, E[beta] for the collapsed one.
@@ -152,7 +223,11 @@ class _LocalFit:
         n_dw / sum_k exp(E[log theta_dk] + E[log beta_kw]) (mean-field
         step).
     responsibility : ndarray of shape (nnz, n_components) or None
-        n_dw phi_dwk (collapsed step, when the statistic needs it).
+        n_dw phi_dwk (collapsed step, when the statistic needs it), on the
+        rows of the documents not kept sparsely.
+    sparse : _SparseResponsibility or None
+        The responsibilities of the documents kept sparsely, with
+        ``responsibility``.
     word_index : tuple of ndarray or None
         The documents of each word, from ``words_of_documents``; None unless
         the local step was asked for it.
@@ -167,6 +242,7 @@ class _LocalFit:
     exp_doc_topic: np.ndarray | None = None
     count_ratio: np.ndarray | None = None
     responsibility: np.ndarray | None = None
+    sparse: _SparseResponsibility | None = None
     word_index: tuple | None = None
     sampled_counts: np.ndarray | None = None
 
@@ -275,6 +351,15 @@ class LocalStep:
         )
         exp_doc_topic = none if collapsed else np.empty_like(doc_topic)
         count_ratio = none.ravel() if collapsed else np.empty_like(documents.counts)
+        sample_below = self.sample_below if collapsed else 0.0
+        tables = _draw_tables(word_topic, prior, sample_below > 0)
+        # Only the statistic reads the documents kept sparsely.
+        sparse = _SparseResponsibility.allocate(
+            documents,
+            sample_below if index_words else 0.0,
+            self.sampled_sweeps,
+            prior,
+        )
         _run_documents(
             (collapsed, float(self.sample_below), self.sampled_sweeps),
             word_topic,
@@ -284,6 +369,8 @@ class LocalStep:
             count_ratio,
             responsibility,
             sampled_counts,
+            tables,
+            *sparse.kernel_outputs,
             prior,
             self.max_iter,
             float(self.tol),
@@ -297,9 +384,27 @@ class LocalStep:
             exp_doc_topic=None if collapsed else exp_doc_topic,
             count_ratio=None if collapsed else count_ratio,
             responsibility=responsibility if collapsed and index_words else None,
+            sparse=sparse if collapsed and index_words else None,
             word_index=word_index,
             sampled_counts=sampled_counts if collapsed and sample_counts else None,
         )
+
+
+def _draw_tables(mean_word_topic, doc_topic_prior, sampled):
+    """The sampled step's running sums of each word's E[beta_kw] and
+    alpha_k E[beta_kw] by blocks of topics (the kernel's ``draw_tables``),
+    or no rows without the sampled step."""
+    n_words, n_topics = mean_word_topic.shape
+    n_blocks = -(-n_topics // _kernel.TOPICS_PER_DRAW_BLOCK)
+    tables = np.empty((n_words if sampled else 0, 2 * n_blocks))
+    if sampled:
+        map_rows(
+            lambda span: _kernel.draw_tables(
+                mean_word_topic, doc_topic_prior, tables, span.start, span.stop
+            ),
+            n_words,
+        )
+    return tables
 
 
 def _word_topic(documents, store, topic_totals, collapsed, index_words):
@@ -407,7 +512,15 @@ def minibatch_statistic(local, sample_weight=None, n_batch=None):
             else sample_weight.astype(dtype)
         )
         kernel = _kernel.responsibility_statistic
-        terms = (local.responsibility, weight)
+        sparse = local.sparse
+        terms = (
+            local.responsibility,
+            weight,
+            documents.indptr,
+            *sparse.kernel_outputs,
+            local.word_topic,
+            sparse.doc_topic_prior,
+        )
     else:
         exp_doc_topic = local.exp_doc_topic
         if sample_weight is not None:
