@@ -118,10 +118,13 @@ def draw_tables(
     """
     cdef Py_ssize_t n_topics = mean_word_topic.shape[1]
     cdef Py_ssize_t n_blocks = out.shape[1] // 2
-    cdef Py_ssize_t w, b, first, n
+    cdef Py_ssize_t w, b, k, first, n
     cdef double mass, smoothing
     cdef const floating* beta
     cdef const floating* alpha = &doc_topic_prior[0]
+    cdef bint symmetric = True
+    for k in range(n_topics):
+        symmetric = symmetric and alpha[k] == alpha[0]
     with nogil:
         for w in range(start, stop):
             beta = &mean_word_topic[w, 0]
@@ -131,7 +134,11 @@ def draw_tables(
                 first = b * DRAW_BLOCK
                 n = min(DRAW_BLOCK, n_topics - first)
                 mass += _block_sum(&beta[first], NULL, n)
-                smoothing += _block_sum(&beta[first], &alpha[first], n)
+                # A symmetric alpha's smoothing mass is alpha times E[beta]'s.
+                if symmetric:
+                    smoothing = alpha[0] * mass
+                else:
+                    smoothing += _block_sum(&beta[first], &alpha[first], n)
                 out[w, b] = mass
                 out[w, n_blocks + b] = smoothing
 
@@ -142,13 +149,29 @@ cdef inline double _block_sum(
     """The sum of beta_k (of alpha_k beta_k unless ``alpha`` is NULL) over
     n <= DRAW_BLOCK topics, as four interleaved partial sums: the additions
     of one chain wait for each other, those of four overlap."""
-    cdef double part[4]
-    cdef Py_ssize_t i
-    for i in range(4):
-        part[i] = 0.0
-    for i in range(n):
-        part[i % 4] += beta[i] if alpha == NULL else alpha[i] * beta[i]
-    return (part[0] + part[2]) + (part[1] + part[3])
+    cdef double part0 = 0.0, part1 = 0.0, part2 = 0.0, part3 = 0.0
+    cdef Py_ssize_t i = 0
+    if alpha == NULL:
+        while i + 4 <= n:
+            part0 += beta[i]
+            part1 += beta[i + 1]
+            part2 += beta[i + 2]
+            part3 += beta[i + 3]
+            i += 4
+        while i < n:
+            part0 += beta[i]
+            i += 1
+    else:
+        while i + 4 <= n:
+            part0 += alpha[i] * beta[i]
+            part1 += alpha[i + 1] * beta[i + 1]
+            part2 += alpha[i + 2] * beta[i + 2]
+            part3 += alpha[i + 3] * beta[i + 3]
+            i += 4
+        while i < n:
+            part0 += alpha[i] * beta[i]
+            i += 1
+    return (part0 + part2) + (part1 + part3)
 
 
 cdef inline Py_ssize_t _draw_from_blocks(

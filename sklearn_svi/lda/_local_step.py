@@ -329,18 +329,25 @@ class LocalStep:
         -------
         local : _LocalFit
         """
-        word_topic, word_index = _word_topic(
-            documents, store, topic_totals, self.collapsed, index_words
+        collapsed = self.collapsed
+        sample_below = self.sample_below if collapsed else 0.0
+        prior = self.doc_topic_prior.astype(store.dtype)
+        word_topic, word_index, tables = _word_topic(
+            documents,
+            store,
+            topic_totals,
+            collapsed,
+            index_words,
+            prior if sample_below > 0 else None,
         )
         n_topics, dtype = word_topic.shape[1], word_topic.dtype
         doc_topic = np.empty((documents.n_documents, n_topics), dtype=dtype)
-        prior = self.doc_topic_prior.astype(dtype)
         start = (
             0.0 if start_key is None else start_spread(self.collapsed),
             0 if start_key is None else start_key,
         )
         # Each step fills its own outputs; the other's have no rows.
-        collapsed, none = self.collapsed, np.empty((0, n_topics), dtype=dtype)
+        none = np.empty((0, n_topics), dtype=dtype)
         responsibility = np.empty(
             (documents.counts.size if collapsed and index_words else 0, n_topics),
             dtype=dtype,
@@ -351,8 +358,6 @@ class LocalStep:
         )
         exp_doc_topic = none if collapsed else np.empty_like(doc_topic)
         count_ratio = none.ravel() if collapsed else np.empty_like(documents.counts)
-        sample_below = self.sample_below if collapsed else 0.0
-        tables = _draw_tables(word_topic, prior, sample_below > 0)
         # Only the statistic reads the documents kept sparsely.
         sparse = _SparseResponsibility.allocate(
             documents,
@@ -390,24 +395,9 @@ class LocalStep:
         )
 
 
-def _draw_tables(mean_word_topic, doc_topic_prior, sampled):
-    """The sampled step's running sums of each word's E[beta_kw] and
-    alpha_k E[beta_kw] by blocks of topics (the kernel's ``draw_tables``),
-    or no rows without the sampled step."""
-    n_words, n_topics = mean_word_topic.shape
-    n_blocks = -(-n_topics // _kernel.TOPICS_PER_DRAW_BLOCK)
-    tables = np.empty((n_words if sampled else 0, 2 * n_blocks))
-    if sampled:
-        map_rows(
-            lambda span: _kernel.draw_tables(
-                mean_word_topic, doc_topic_prior, tables, span.start, span.stop
-            ),
-            n_words,
-        )
-    return tables
-
-
-def _word_topic(documents, store, topic_totals, collapsed, index_words):
+def _word_topic(
+    documents, store, topic_totals, collapsed, index_words, sampled_prior=None
+):
     """The topics' weights of the documents' words, one row per word, from
     lambda's ``store``.
 
@@ -415,18 +405,38 @@ def _word_topic(documents, store, topic_totals, collapsed, index_words):
     Only the documents' words are computed: the digamma over all of K x V
     costs as much as the local step on a small minibatch. E[beta] is
     lambda's rows over the topics' totals, which the store computes as it
-    reads the rows. The word index, when asked for, is one more chunk of
-    the same work: it needs only the documents.
+    reads the rows. The word index, when asked for, and the sampled step's
+    draw tables, when its ``sampled_prior`` alpha is given, are more chunks
+    of the same work.
 
     Returns
     -------
     word_topic : ndarray of shape (n_words, n_components)
     word_index : tuple of ndarray or None
+    tables : ndarray of shape (n_words, 2 * n_blocks) or (0, 2)
+        The running sums of each word's E[beta_kw] and alpha_k E[beta_kw]
+        by blocks of topics (the kernel's ``draw_tables``); no rows without
+        ``sampled_prior``.
     """
     words = documents.words
     chunks = []
+    tables = np.empty((0, 2))
     if collapsed:
         word_topic, _ = store.rows_block(words, column_factors=1.0 / topic_totals)
+        if sampled_prior is not None:
+            n_blocks = -(-word_topic.shape[1] // _kernel.TOPICS_PER_DRAW_BLOCK)
+            tables = np.empty((words.size, 2 * n_blocks))
+            chunks = [
+                (
+                    _kernel.draw_tables,
+                    word_topic,
+                    sampled_prior,
+                    tables,
+                    span.start,
+                    span.stop,
+                )
+                for span in row_blocks(words.size)
+            ]
     else:
         natural, natural_rows = store.rows_block(words)
         rows = words if natural_rows is None else np.searchsorted(natural_rows, words)
@@ -452,7 +462,7 @@ def _word_topic(documents, store, topic_totals, collapsed, index_words):
             ),
         )
     results = run_calls(call, chunks)
-    return word_topic, results[0] if index_words else None
+    return word_topic, results[0] if index_words else None, tables
 
 
 def _run_documents(step, word_topic, documents, *arguments):
