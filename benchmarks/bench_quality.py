@@ -86,7 +86,8 @@ run is kept in ``results/quality_CORPUS.json`` (replacing an earlier run of
 the same model and seed; ``--results-dir`` keeps them elsewhere) and the
 report is written from every run kept, so the models and seeds of a long
 comparison can be run by separate commands, at once on separate cores.
-``--n-components 1000`` runs every row.
+``--n-components 1000 --tag K1000`` runs every row at a thousand topics,
+kept in ``results/quality_CORPUS_K1000.json``.
 
 ``--threads 2`` gives every library that has the setting two threads: ours
 and scikit-learn ``n_jobs=2``, tomotopy ``workers=2``, topica
@@ -1010,6 +1011,12 @@ def main(argv=None):
         default=RESULTS_DIR,
         help="where the runs and the report are kept",
     )
+    parser.add_argument(
+        "--tag",
+        default="",
+        help="a suffix of the runs' and report's names, for a setting kept "
+        "beside the corpus's usual one (e.g. K1000)",
+    )
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument(
@@ -1028,7 +1035,7 @@ def main(argv=None):
     X = load_corpus(args.corpus, args.column, args.n_features)
     X_train, completion = completion_split(X, CORPUS_HELD_OUT_FRACTION, rng)
     alpha = 1.0 / args.n_components
-    name = corpus_name(args.corpus)
+    name = corpus_name(args.corpus) + (f"_{args.tag}" if args.tag else "")
     threads = "one thread"
     clock_name = "CPU"
     if args.threads > 1:

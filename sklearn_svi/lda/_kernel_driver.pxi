@@ -161,7 +161,7 @@ def infer_documents(
     cdef const floating* alpha = &doc_topic_prior[0]
     cdef unsigned int float_mode
     cdef unsigned long long stream
-    cdef bint allocated, sampled
+    cdef bint allocated, sampled, in_topic_order
     # The mean-field step's buffers.
     cdef void* memory = NULL
     cdef double* work = NULL
@@ -236,7 +236,7 @@ def infer_documents(
                         length / n_topics, sampled_sweeps,
                         n_slots if n_slots > 0 else n_topics, topics, phi,
                         word_buffers, topic_counts, proposal, touched, slot_of,
-                        stream,
+                        stream, &in_topic_order,
                     )
                     memcpy(previous_counts, topic_counts, n_topics * sizeof(double))
                     for i in range(n_touched):
@@ -255,7 +255,8 @@ def infer_documents(
                             &word_topic[0, 0], &indices[begin], n_words,
                             n_topics, doc_counts, alpha,
                             sampled_sweeps - sampled_sweeps // 2, touched,
-                            n_touched, word_buffers, phi, topic_counts, proposal,
+                            n_touched, in_topic_order, word_buffers, phi,
+                            topic_counts, proposal,
                         )
                 else:
                     _start_responsibilities(

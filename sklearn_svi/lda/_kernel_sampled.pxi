@@ -257,10 +257,11 @@ cdef inline void _touch_every_topic(
     """Give every topic its own number as its slot, before the document's
     draws run over all the topics (``_draw_over_all_topics``): the kept
     rows of ``n_topics`` slots are moved from the order in which their
-    topics were first held to the topics' order."""
+    topics were first held to the topics' order; NULL while they hold
+    nothing."""
     cdef Py_ssize_t i, j, k
     cdef double* row
-    for j in range(n_words):
+    for j in range(n_words if kept != NULL else 0):
         row = &kept[j * n_topics]
         memcpy(scratch, row, n_touched[0] * sizeof(double))
         memset(row, 0, n_topics * sizeof(double))
@@ -495,10 +496,12 @@ cdef inline Py_ssize_t _sampled_chain(
     int* touched,
     int* slot_of,
     unsigned long long stream,
+    bint* in_topic_order,
 ) noexcept nogil:
     """A document's chain: a start drawn as ``_sample_start`` draws it,
     then ``n_sweeps`` sweeps of which the first half (rounded down) burn
-    in. Returns the number of topics its tokens have held.
+    in. Returns the number of topics its tokens have held, and sets
+    ``in_topic_order`` when every topic's slot is the topic itself.
 
     On return, ``kept`` holds for each word a row of ``n_slots`` slots (all
     the topics, or at least as many as its tokens can hold): the sums over
@@ -527,8 +530,8 @@ cdef inline Py_ssize_t _sampled_chain(
             # Only a document with a slot for every topic gets here
             # (``sparse_layout``).
             _touch_every_topic(
-                kept, n_words, n_topics, touched, &n_touched, slot_of,
-                conditional,
+                kept if sweep > n_burn else NULL, n_words, n_topics, touched,
+                &n_touched, slot_of, conditional,
             )
             over_all_topics = True
         _sampled_sweep(
@@ -538,6 +541,7 @@ cdef inline Py_ssize_t _sampled_chain(
             kept if sweep >= n_burn else NULL, n_slots, kept_smoothing, stream,
             &counter,
         )
+    in_topic_order[0] = over_all_topics
     return n_touched
 
 
@@ -551,13 +555,15 @@ cdef inline void _expand_kept(
     Py_ssize_t n_kept,
     const int* touched,
     Py_ssize_t n_touched,
+    bint in_topic_order,
     const double* kept_smoothing,
     double* phi,
     double* topic_counts,
     double* scratch,
 ) noexcept nogil:
     """phi_dw from a chain's kept sums, in place: each word's row of
-    ``n_topics`` slots moved to the topics' order, its smoothing factor
+    ``n_topics`` slots moved to the topics' order (unless it is
+    ``in_topic_order``), its smoothing factor
     times alpha_k E[beta_kw] added, and the sum divided by the kept sweeps
     times n_dw, the mean over its tokens' kept conditionals; and the
     expected topic counts N_d = sum_w n_dw phi_dw."""
@@ -572,10 +578,11 @@ cdef inline void _expand_kept(
         if doc_counts[j] <= 0.0:
             memset(row, 0, n_topics * sizeof(double))
             continue
-        memcpy(scratch, row, n_touched * sizeof(double))
-        memset(row, 0, n_topics * sizeof(double))
-        for i in range(n_touched):
-            row[touched[i]] = scratch[i]
+        if not in_topic_order:
+            memcpy(scratch, row, n_touched * sizeof(double))
+            memset(row, 0, n_topics * sizeof(double))
+            for i in range(n_touched):
+                row[touched[i]] = scratch[i]
         beta = &mean_word_topic[rows[j] * n_topics]
         scale = 1.0 / (n_kept * doc_counts[j])
         smoothing = kept_smoothing[j]
