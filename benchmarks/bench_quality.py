@@ -703,7 +703,8 @@ def scored_checkpoints(checkpoints, budgets):
     fast model would cost more than its fit.
 
     Yields the seconds, the model, and whether the checkpoint is the last
-    before a budget or the last of all.
+    before a budget or the last of all; nothing for a model none of whose
+    fits ended within a budget.
     """
     marks = score_marks(budgets)
     pending = None
@@ -712,7 +713,8 @@ def scored_checkpoints(checkpoints, budgets):
             at_budget = any(pending[0] <= budget < seconds for budget in budgets)
             yield (*pending, at_budget)
         pending = (seconds, model)
-    yield (*pending, True)
+    if pending is not None:
+        yield (*pending, True)
 
 
 def topic_quality(topic_word, X_train):
@@ -884,12 +886,15 @@ def fit_and_score(args, X_train, completion, alpha):
                 args.threads,
             )
             points = score_curve(checkpoints, args.budgets, completion, alpha, X_train)
-            seconds, plug_in, own, npmi, diversity = points[-1]
-            print(
-                f"seed {seed} {MODELS[name]}: {plug_in:.4f}, own {own:.4f}, "
-                f"npmi {npmi:.3f}, diversity {diversity:.3f} ({seconds:.1f} s)",
-                flush=True,
-            )
+            if points:
+                seconds, plug_in, own, npmi, diversity = points[-1]
+                print(
+                    f"seed {seed} {MODELS[name]}: {plug_in:.4f}, own {own:.4f}, "
+                    f"npmi {npmi:.3f}, diversity {diversity:.3f} ({seconds:.1f} s)",
+                    flush=True,
+                )
+            else:
+                print(f"seed {seed} {MODELS[name]}: no fit within a budget", flush=True)
             yield {
                 "label": MODELS[name],
                 "seed": seed,
