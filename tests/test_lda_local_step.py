@@ -360,6 +360,25 @@ def test_sparse_responsibilities_give_the_dense_statistic(
     )
 
 
+def test_sparse_responsibilities_do_not_depend_on_n_jobs():
+    # Short documents at 80 topics: most are kept sparsely, in a fit on one
+    # thread and on two.
+    X, _, _ = make_lda_corpus(
+        n_documents=400,
+        n_features=200,
+        n_topics=5,
+        mean_document_length=3,
+        random_state=0,
+    )
+    fits = [
+        SmoothedLDA(
+            n_components=80, batch_size=100, max_iter=2, random_state=0, n_jobs=n_jobs
+        ).fit(X)
+        for n_jobs in (1, 2)
+    ]
+    assert_array_equal(fits[0].components_, fits[1].components_)
+
+
 def test_sampled_step_samples_in_the_updates_only(planted_corpus):
     # transform is deterministic: the CVB0 fixed point at the same topics.
     X = planted_corpus[0].astype(np.float64)

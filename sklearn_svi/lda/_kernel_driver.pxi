@@ -220,10 +220,7 @@ def infer_documents(
                 # A sampled document starts from the symmetric point: its
                 # draws break the tie themselves.
                 sampled = _document_length(counts, begin, n_words) < sample_below
-                n_slots = (
-                    slot_offset[d + 1] - slot_offset[d]
-                    if sampled and slot_offset.shape[0] > 0 else 0
-                )
+                n_slots = _n_slots(slot_offset, d) if sampled else 0
                 length = _start_document(
                     counts, words, indices, begin, n_words, alpha, n_topics,
                     0.0 if sampled else start_spread, start_key, doc_counts,

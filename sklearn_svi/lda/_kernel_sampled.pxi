@@ -15,20 +15,32 @@ cdef inline double _token_weight(double count, Py_ssize_t token) noexcept nogil:
     return min(count - token, 1.0)
 
 
+cdef inline Py_ssize_t _document_tokens(
+    const Py_ssize_t[::1] indptr,
+    const floating[::1] counts,
+    Py_ssize_t d,
+    double* length,
+) noexcept nogil:
+    """The number of tokens (``_token_count`` summed over the words) of
+    document d of a CSR structure; its counts' sum, in the order in which
+    ``_document_length`` adds them, to ``length``."""
+    cdef Py_ssize_t j, n_tokens = 0
+    length[0] = 0.0
+    for j in range(indptr[d], indptr[d + 1]):
+        n_tokens += _token_count(counts[j])
+        length[0] += counts[j]
+    return n_tokens
+
+
 cdef inline Py_ssize_t _most_tokens(
     const Py_ssize_t[::1] indptr, const floating[::1] counts, double below
 ) noexcept nogil:
-    """The largest number of tokens (``_token_count`` summed over the words)
-    of the documents of a CSR structure whose counts sum to less than
-    ``below``."""
-    cdef Py_ssize_t d, j, n_tokens, most = 0
+    """The largest number of tokens of the documents of a CSR structure
+    whose counts sum to less than ``below``."""
+    cdef Py_ssize_t d, n_tokens, most = 0
     cdef double length
     for d in range(indptr.shape[0] - 1):
-        n_tokens = 0
-        length = 0.0
-        for j in range(indptr[d], indptr[d + 1]):
-            n_tokens += _token_count(counts[j])
-            length += counts[j]
+        n_tokens = _document_tokens(indptr, counts, d, &length)
         if length < below:
             most = max(most, n_tokens)
     return most
@@ -66,7 +78,7 @@ def sparse_layout(
         start at ``value_offset[d]``.
     """
     cdef Py_ssize_t n_documents = indptr.shape[0] - 1
-    cdef Py_ssize_t d, j, n_tokens, capacity
+    cdef Py_ssize_t d, capacity
     cdef double length
     slot_offset_array = np.zeros(n_documents + 1, dtype=np.intp)
     value_offset_array = np.zeros(n_documents + 1, dtype=np.intp)
@@ -74,12 +86,9 @@ def sparse_layout(
     cdef Py_ssize_t[::1] value_offset = value_offset_array
     with nogil:
         for d in range(n_documents):
-            n_tokens = 0
-            length = 0.0
-            for j in range(indptr[d], indptr[d + 1]):
-                n_tokens += _token_count(counts[j])
-                length += counts[j]
-            capacity = n_tokens * (n_sweeps + 1)
+            capacity = _document_tokens(indptr, counts, d, &length) * (
+                n_sweeps + 1
+            )
             if length >= sample_below or 4 * capacity > n_topics:
                 capacity = 0
             slot_offset[d + 1] = slot_offset[d] + capacity

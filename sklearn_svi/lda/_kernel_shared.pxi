@@ -1,6 +1,6 @@
 # The parts of the compiled local step that both of its fixed points use: the
-# documents' random starts, exp E[log theta], and how the threads of a
-# minibatch claim its documents.
+# documents' random starts, exp E[log theta], how the threads of a minibatch
+# claim its documents, and which documents the sampled step keeps sparsely.
 
 
 cdef inline void _start_gamma(
@@ -244,3 +244,13 @@ cdef inline double _start_document(
     stream[0] = _document_stream(key, words, indices, doc_counts, begin, n_words)
     _start_gamma(gamma, n_topics, alpha, length / n_topics, spread, stream[0])
     return length
+
+
+cdef inline Py_ssize_t _n_slots(
+    const Py_ssize_t[::1] slot_offset, Py_ssize_t d
+) noexcept nogil:
+    """The slots of document d (``sparse_layout``): 0 when it is not kept
+    sparsely, or when ``slot_offset`` is empty."""
+    if slot_offset.shape[0] == 0:
+        return 0
+    return slot_offset[d + 1] - slot_offset[d]

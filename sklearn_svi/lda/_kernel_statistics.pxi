@@ -176,7 +176,7 @@ def responsibility_statistic(
             smoothing = 0.0
             for j in range(word_indptr[w], word_indptr[w + 1]):
                 d = documents[j]
-                if slot_offset.shape[0] > 0 and slot_offset[d + 1] > slot_offset[d]:
+                if _n_slots(slot_offset, d) > 0:
                     smoothing += document_weight[d] * smoothing_share[positions[j]]
             for k in range(n_topics):
                 row[k] = <floating> (
@@ -185,10 +185,7 @@ def responsibility_statistic(
             for j in range(word_indptr[w], word_indptr[w + 1]):
                 d = documents[j]
                 weight = <floating> (scale * document_weight[d])
-                n_slots = (
-                    slot_offset[d + 1] - slot_offset[d]
-                    if slot_offset.shape[0] > 0 else 0
-                )
+                n_slots = _n_slots(slot_offset, d)
                 if n_slots == 0:
                     phi = &responsibility[positions[j], 0]
                     for k in range(n_topics):

@@ -191,8 +191,9 @@ class _SparseResponsibility:
         )
 
     @property
-    def kernel_outputs(self):
-        """The arrays in the order ``infer_documents`` takes them."""
+    def kernel_arrays(self):
+        """The layout and the outputs, in the order in which
+        ``infer_documents`` and ``responsibility_statistic`` take them."""
         return (
             self.slot_offset,
             self.value_offset,
@@ -343,7 +344,7 @@ class LocalStep:
         n_topics, dtype = word_topic.shape[1], word_topic.dtype
         doc_topic = np.empty((documents.n_documents, n_topics), dtype=dtype)
         start = (
-            0.0 if start_key is None else start_spread(self.collapsed),
+            0.0 if start_key is None else start_spread(collapsed),
             0 if start_key is None else start_key,
         )
         # Each step fills its own outputs; the other's have no rows.
@@ -375,7 +376,7 @@ class LocalStep:
             responsibility,
             sampled_counts,
             tables,
-            *sparse.kernel_outputs,
+            *sparse.kernel_arrays,
             prior,
             self.max_iter,
             float(self.tol),
@@ -527,7 +528,7 @@ def minibatch_statistic(local, sample_weight=None, n_batch=None):
             local.responsibility,
             weight,
             documents.indptr,
-            *sparse.kernel_outputs,
+            *sparse.kernel_arrays,
             local.word_topic,
             sparse.doc_topic_prior,
         )
