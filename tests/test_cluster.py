@@ -102,9 +102,8 @@ LDA_CASES = [
 
 
 def lda(estimator, settings, **more):
-    return estimator(
-        n_components=5, batch_size=128, max_iter=2, random_state=0, **settings, **more
-    )
+    defaults = dict(n_components=5, batch_size=128, max_iter=2, random_state=0)
+    return estimator(**{**defaults, **settings, **more})
 
 
 def row_blocks(X, rows_per_block):
@@ -856,8 +855,14 @@ def test_lambda_held_by_the_workers_gives_the_fit_of_one_machine(
 
 
 @pytest.mark.parametrize("estimator", [SmoothedLDA, AnnealedLDA, FilteredLDA])
+@pytest.mark.parametrize(
+    "document_length, settings",
+    # At 80 topics most three-token documents keep their responsibilities
+    # on the topics they hold (the sparse layout).
+    [(10, {}), (3, {"n_components": 80})],
+)
 def test_sampled_documents_on_the_workers_give_the_fit_of_one_machine(
-    client, estimator
+    client, estimator, document_length, settings
 ):
     """Short documents, which the default local step samples: the same fit
     with lambda held by the workers as on one machine."""
@@ -865,12 +870,12 @@ def test_sampled_documents_on_the_workers_give_the_fit_of_one_machine(
         n_documents=1500,
         n_features=400,
         n_topics=5,
-        mean_document_length=10,
+        mean_document_length=document_length,
         random_state=0,
     )[0]
-    alone = lda(estimator, {}).fit(X)
+    alone = lda(estimator, {}, **settings).fit(X)
     with dask.config.set(PARTITIONED):
-        held = lda(estimator, {}).fit(row_blocks(X, 400))
+        held = lda(estimator, {}, **settings).fit(row_blocks(X, 400))
     assert_same_fit(held, alone, rtol=1e-10)
 
 

@@ -330,7 +330,13 @@ N_INTERRUPTS = 500
 
 
 @pytest.mark.parametrize(
-    "name", [*DEFAULTS, "SmoothedLDA-every-row", "SmoothedLDA-short-documents"]
+    "name",
+    [
+        *DEFAULTS,
+        "SmoothedLDA-every-row",
+        "SmoothedLDA-short-documents",
+        "SmoothedLDA-sparse-documents",
+    ],
 )
 def test_an_interrupt_at_any_bytecode_of_an_update_is_survived(name):
     # A signal is handled between two bytecodes of the main thread; a
@@ -350,6 +356,17 @@ def test_an_interrupt_at_any_bytecode_of_an_update_is_survived(name):
             random_state=0,
         )[0]
         fitted = SmoothedLDA(**LDA)
+    elif name == "SmoothedLDA-sparse-documents":
+        # Three tokens and 80 topics: most documents keep their
+        # responsibilities on the topics they hold (the sparse layout).
+        X = make_lda_corpus(
+            n_documents=400,
+            n_features=3000,
+            n_topics=4,
+            mean_document_length=3,
+            random_state=0,
+        )[0]
+        fitted = SmoothedLDA(**{**LDA, "n_components": 80})
     else:
         X, fitted = default_data_for(name), DEFAULTS[name]()
     fitted.partial_fit(X[:80])
