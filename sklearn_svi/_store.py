@@ -69,7 +69,7 @@ def raise_to_prior(natural, prior):
             np.maximum(block, floor, out=block)
         return below
 
-    return sum(map_rows(raise_rows, len(natural)))
+    return sum(map_rows(raise_rows, len(natural), natural.shape[1]))
 
 
 class StoredRows:
@@ -108,6 +108,7 @@ class StoredRows:
                 self.array, rows[span], prior, scale, out[span], column_factors
             ),
             len(rows),
+            out.shape[1],
         )
         return out
 

@@ -24,6 +24,11 @@ from ._transaction import interrupts_deferred
 # Row blocks per thread in ``Workers.row_blocks``.
 BLOCKS_PER_THREAD = 4
 
+# The fewest entries of a block of ``Workers.row_blocks``: handing a block to
+# another thread costs tens of microseconds (a wake-up and two hand-overs of
+# the GIL), as long as one pass over about this many float64 entries.
+MIN_BLOCK_ENTRIES = 1 << 16
+
 # Rows of each block of ``sum_rows``.
 SUM_BLOCK_ROWS = 4096
 
@@ -95,16 +100,20 @@ class Workers:
             helper.result()
         return results
 
-    def row_blocks(self, n_rows):
+    def row_blocks(self, n_rows, row_size):
         """Split ``range(n_rows)`` into contiguous slices for the threads.
 
-        With several threads there are ``BLOCKS_PER_THREAD`` slices per
-        thread, so that a thread that runs slow takes fewer of them.
+        With several threads there are up to ``BLOCKS_PER_THREAD`` slices per
+        thread, so that a thread that runs slow takes fewer of them, but no
+        slice of fewer than ``MIN_BLOCK_ENTRIES`` entries: less work is
+        done sooner by the calling thread alone.
 
         Parameters
         ----------
         n_rows : int
             Number of rows.
+        row_size : int
+            Number of entries of a row.
 
         Returns
         -------
@@ -112,7 +121,8 @@ class Workers:
             Non-empty (unless ``n_rows`` is 0), contiguous and in order.
         """
         n_wanted = 1 if self.n_threads == 1 else BLOCKS_PER_THREAD * self.n_threads
-        n_blocks = max(min(n_wanted, n_rows), 1)
+        n_worth = n_rows * row_size // MIN_BLOCK_ENTRIES
+        n_blocks = max(min(n_wanted, n_worth, n_rows), 1)
         bounds = [n_rows * block // n_blocks for block in range(n_blocks + 1)]
         return [slice(start, stop) for start, stop in zip(bounds[:-1], bounds[1:])]
 
@@ -216,9 +226,9 @@ def n_threads():
     return _active_workers.get().n_threads
 
 
-def row_blocks(n_rows):
+def row_blocks(n_rows, row_size):
     """The active pool's slices of ``range(n_rows)`` (`Workers.row_blocks`)."""
-    return _active_workers.get().row_blocks(n_rows)
+    return _active_workers.get().row_blocks(n_rows, row_size)
 
 
 def run_calls(function, argument_lists):
@@ -226,7 +236,7 @@ def run_calls(function, argument_lists):
     return _active_workers.get().run(function, argument_lists)
 
 
-def map_rows(function, n_rows):
+def map_rows(function, n_rows, row_size):
     """``function(span)`` for contiguous slices ``span`` of ``range(n_rows)``.
 
     The slices (`Workers.row_blocks`) run on the active pool.
@@ -237,13 +247,15 @@ def map_rows(function, n_rows):
         Maps a slice of rows to a value.
     n_rows : int
         Number of rows.
+    row_size : int
+        Number of entries of a row: slices of little work are not shared.
 
     Returns
     -------
     results : list
         The value of each slice, in row order.
     """
-    return run_calls(function, [(span,) for span in row_blocks(n_rows)])
+    return run_calls(function, [(span,) for span in row_blocks(n_rows, row_size)])
 
 
 def sum_rows(function, n_rows, block_rows=SUM_BLOCK_ROWS):

@@ -10,6 +10,8 @@ from joblib import Parallel, delayed, effective_n_jobs
 
 from sklearn_svi._mechanisms import SparseStatistic
 from sklearn_svi._threads import (
+    BLOCKS_PER_THREAD,
+    MIN_BLOCK_ENTRIES,
     Workers,
     map_rows,
     n_threads,
@@ -84,7 +86,7 @@ def test_pool_is_active_inside_its_context_only():
 def test_row_work_covers_the_rows_and_sums_in_a_fixed_order(n_jobs):
     values = np.random.default_rng(0).normal(size=10_001)
     with thread_pool(n_jobs):
-        spans = map_rows(lambda span: span, values.size)
+        spans = map_rows(lambda span: span, values.size, MIN_BLOCK_ENTRIES)
         total = sum_rows(lambda span: values[span].sum(), values.size, 1000)
     assert [i for span in spans for i in range(values.size)[span]] == list(
         range(values.size)
@@ -138,11 +140,25 @@ def test_prefetch_that_fails_raises_from_result(n_jobs):
 
 @pytest.mark.parametrize("n_threads", [1, 2, 3])
 @pytest.mark.parametrize("n_rows", [0, 1, 5, 1000])
-def test_row_blocks_cover_the_rows_in_order(n_threads, n_rows):
-    blocks = Workers(n_threads).row_blocks(n_rows)
+@pytest.mark.parametrize("row_size", [1, 100, MIN_BLOCK_ENTRIES])
+def test_row_blocks_cover_the_rows_in_order(n_threads, n_rows, row_size):
+    blocks = Workers(n_threads).row_blocks(n_rows, row_size)
     covered = [row for block in blocks for row in range(n_rows)[block]]
     assert covered == list(range(n_rows))
     assert all(block.stop > block.start for block in blocks) or n_rows == 0
+
+
+@pytest.mark.parametrize("n_threads", [2, 3])
+def test_row_blocks_share_only_work_worth_a_hand_over(n_threads):
+    """Blocks of at least MIN_BLOCK_ENTRIES entries, as many as allowed."""
+    workers = Workers(n_threads)
+    # 1,000 rows of 100 entries: one block, which the calling thread runs.
+    assert workers.row_blocks(1000, 100) == [slice(0, 1000)]
+    # Three times the fewest entries, and a few more.
+    blocks = workers.row_blocks(1000, 3 * MIN_BLOCK_ENTRIES // 1000 + 1)
+    assert [block.stop - block.start for block in blocks] == [333, 333, 334]
+    many = workers.row_blocks(1000, MIN_BLOCK_ENTRIES)
+    assert len(many) == BLOCKS_PER_THREAD * n_threads
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

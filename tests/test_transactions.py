@@ -18,6 +18,7 @@ from sklearn_svi import (
     SVIGaussianMixture,
     SVIMatrixFactorization,
     _store,
+    _threads,
     make_lda_corpus,
 )
 from sklearn_svi._mechanisms import (
@@ -252,7 +253,9 @@ def test_an_interrupt_in_any_row_block_of_the_update_is_undone(
     monkeypatch, n_jobs, owner, function
 ):
     # 10,000 words: lambda's update runs in three blocks of rows, and the
-    # window's running sum in one block per thread or more.
+    # window's running sum in one block per thread or more, as a large
+    # model's would with the threshold of shared work lowered.
+    monkeypatch.setattr(_threads, "MIN_BLOCK_ENTRIES", 1)
     X = make_lda_corpus(n_documents=120, n_features=10_000, n_topics=2, random_state=0)[
         0
     ]

@@ -199,7 +199,9 @@ class WindowRows(LoggedPart):
         self.queue = (*self.queue[1 if oldest is not None else 0 :], statistic)
         if total is not None:
             map_rows(
-                lambda span: _replace_rows(total, oldest, statistic, span), len(total)
+                lambda span: _replace_rows(total, oldest, statistic, span),
+                len(total),
+                total.shape[1],
             )
 
     row_calls = (push,)

@@ -190,7 +190,7 @@ class _OnlineMatrixFactorization(OnlineUpdateMixin, BaseEstimator):
             means[span], covariances[span] = _gaussians(precisions[span], linear[span])
 
         try:
-            map_rows(form, len(precisions))
+            map_rows(form, len(precisions), precisions[0].size)
         except np.linalg.LinAlgError as error:
             raise ValueError(
                 "An item's precision matrix is not positive definite."

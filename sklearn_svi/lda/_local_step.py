@@ -436,7 +436,7 @@ def _word_topic(
                     span.start,
                     span.stop,
                 )
-                for span in row_blocks(words.size)
+                for span in row_blocks(words.size, word_topic.shape[1])
             ]
     else:
         natural, natural_rows = store.rows_block(words)
@@ -450,7 +450,7 @@ def _word_topic(
                 rows[span],
                 word_topic[span],
             )
-            for span in row_blocks(words.size)
+            for span in row_blocks(words.size, word_topic.shape[1])
         ]
     if index_words:
         chunks.insert(
@@ -540,5 +540,9 @@ def minibatch_statistic(local, sample_weight=None, n_batch=None):
         terms = (local.count_ratio, exp_doc_topic, local.word_topic)
     n_batch = documents.n_documents if n_batch is None else n_batch
     shared = (*local.word_index, *terms, statistic, 1.0 / n_batch)
-    map_rows(lambda span: kernel(*shared, span.start, span.stop), documents.words.size)
+    map_rows(
+        lambda span: kernel(*shared, span.start, span.stop),
+        documents.words.size,
+        statistic.shape[1],
+    )
     return SparseStatistic(documents.words, statistic)
