@@ -53,7 +53,7 @@ class Workers:
         self.n_threads = n_threads
         self.executor = executor
 
-    def run(self, function, argument_lists):
+    def run(self, function, argument_lists, shared=True):
         """Call ``function`` on each argument list and wait for all calls.
 
         Parameters
@@ -62,6 +62,9 @@ class Workers:
             The work of one chunk.
         argument_lists : iterable of tuple
             The arguments of each call.
+        shared : bool, default=True
+            Whether the helper threads take chunks too; False when the
+            chunks are too little work to be worth a hand-over.
 
         Returns
         -------
@@ -69,7 +72,7 @@ class Workers:
             The value of each call, in the order of ``argument_lists``.
         """
         argument_lists = list(argument_lists)
-        if self.executor is None:
+        if self.executor is None or not shared:
             return [function(*arguments) for arguments in argument_lists]
         results = [None] * len(argument_lists)
         # next() on a count is atomic under the GIL: each chunk is taken once.
@@ -231,9 +234,9 @@ def row_blocks(n_rows, row_size):
     return _active_workers.get().row_blocks(n_rows, row_size)
 
 
-def run_calls(function, argument_lists):
+def run_calls(function, argument_lists, shared=True):
     """``function`` on each argument list, on the active pool (`Workers.run`)."""
-    return _active_workers.get().run(function, argument_lists)
+    return _active_workers.get().run(function, argument_lists, shared)
 
 
 def map_rows(function, n_rows, row_size):

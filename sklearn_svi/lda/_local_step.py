@@ -420,6 +420,7 @@ def _word_topic(
         ``sampled_prior``.
     """
     words = documents.words
+    blocks = row_blocks(words.size, topic_totals.size)
     chunks = []
     tables = np.empty((0, 2))
     if collapsed:
@@ -436,7 +437,7 @@ def _word_topic(
                     span.start,
                     span.stop,
                 )
-                for span in row_blocks(words.size, word_topic.shape[1])
+                for span in blocks
             ]
     else:
         natural, natural_rows = store.rows_block(words)
@@ -450,7 +451,7 @@ def _word_topic(
                 rows[span],
                 word_topic[span],
             )
-            for span in row_blocks(words.size, word_topic.shape[1])
+            for span in blocks
         ]
     if index_words:
         chunks.insert(
@@ -462,7 +463,8 @@ def _word_topic(
                 words.size,
             ),
         )
-    results = run_calls(call, chunks)
+    # The word index beside a single block is too little work to share.
+    results = run_calls(call, chunks, shared=len(blocks) > 1)
     return word_topic, results[0] if index_words else None, tables
 
 
