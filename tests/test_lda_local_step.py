@@ -11,7 +11,8 @@ from scipy.special import digamma, gammaln
 from sklearn.decomposition import LatentDirichletAllocation
 
 import sklearn_svi.lda._local_step
-from sklearn_svi import SmoothedLDA, make_lda_corpus
+from sklearn_svi import SmoothedLDA, _threads, make_lda_corpus
+from sklearn_svi._threads import MIN_BLOCK_ENTRIES
 from sklearn_svi.lda import _fast
 from sklearn_svi.lda._local_step import start_spread
 from sklearn_svi.metrics import log_predictive, split_tokens
@@ -440,7 +441,13 @@ def test_exp_digamma_accuracy(kernel):
 
 
 @pytest.mark.parametrize("local_step", ["vb", "cvb0", "gibbs"])
-def test_results_do_not_depend_on_n_jobs(planted_corpus, kernel, local_step):
+@pytest.mark.parametrize("min_block_entries", [MIN_BLOCK_ENTRIES, 1])
+def test_results_do_not_depend_on_n_jobs(
+    planted_corpus, kernel, local_step, min_block_entries, monkeypatch
+):
+    # With the threshold of shared work at 1, the small model's rows are
+    # shared in blocks, as a large model's are.
+    monkeypatch.setattr(_threads, "MIN_BLOCK_ENTRIES", min_block_entries)
     X = planted_corpus[0]
     reference = fitted_model(X, n_jobs=1, local_step=local_step)
     for n_jobs in (2, 3, -1):

@@ -326,6 +326,15 @@ def test_a_real_ctrl_c_at_a_random_moment_is_survived(name, python_sigint_handle
     assert n_resumed >= 10
 
 
+# Documents' mean length and topics of the short-document cases below. Below
+# 64 tokens the default local step samples every document; with three
+# tokens and 80 topics most documents also keep their responsibilities on
+# the topics they hold (the sparse layout).
+SHORT_DOCUMENTS = {
+    "SmoothedLDA-short-documents": (10, LDA["n_components"]),
+    "SmoothedLDA-sparse-documents": (3, 80),
+}
+
 # Interrupts placed over the updates of the test below, evenly: a moment
 # at which an in-place write and its record were apart once spanned about a
 # hundred bytecodes out of some ten thousand per update.
@@ -337,8 +346,7 @@ N_INTERRUPTS = 500
     [
         *DEFAULTS,
         "SmoothedLDA-every-row",
-        "SmoothedLDA-short-documents",
-        "SmoothedLDA-sparse-documents",
+        *SHORT_DOCUMENTS,
     ],
 )
 def test_an_interrupt_at_any_bytecode_of_an_update_is_survived(name):
@@ -349,27 +357,16 @@ def test_an_interrupt_at_any_bytecode_of_an_update_is_survived(name):
     if name == "SmoothedLDA-every-row":
         # Every minibatch lists every word: lambda is never kept scaled.
         X, fitted = data_for("smoothed"), SmoothedLDA(**LDA)
-    elif name == "SmoothedLDA-short-documents":
-        # Below 64 tokens: the default local step samples every document.
+    elif name in SHORT_DOCUMENTS:
+        length, n_components = SHORT_DOCUMENTS[name]
         X = make_lda_corpus(
             n_documents=400,
             n_features=3000,
             n_topics=4,
-            mean_document_length=10,
+            mean_document_length=length,
             random_state=0,
         )[0]
-        fitted = SmoothedLDA(**LDA)
-    elif name == "SmoothedLDA-sparse-documents":
-        # Three tokens and 80 topics: most documents keep their
-        # responsibilities on the topics they hold (the sparse layout).
-        X = make_lda_corpus(
-            n_documents=400,
-            n_features=3000,
-            n_topics=4,
-            mean_document_length=3,
-            random_state=0,
-        )[0]
-        fitted = SmoothedLDA(**{**LDA, "n_components": 80})
+        fitted = SmoothedLDA(**{**LDA, "n_components": n_components})
     else:
         X, fitted = default_data_for(name), DEFAULTS[name]()
     fitted.partial_fit(X[:80])
