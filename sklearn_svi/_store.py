@@ -24,7 +24,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from ._threads import map_rows, sum_rows
+from ._threads import fixed_blocks, map_rows, run_calls, sum_rows
 from ._transaction import UndoLog, spare_like
 from ._update_fast import add_to_rows, scaled_rows_of, step_toward_target
 
@@ -123,9 +123,23 @@ class StoredRows:
     def add(self, total, factor):
         """rows[total.rows] += factor total.block, in place: the sums over
         the rows of what was added, in float64, and whether every new value
-        is finite."""
-        saved, done = self._undo.staged_rows(self.array, total.rows)
-        return add_to_rows(self.array, total.rows, total.block, factor, saved, done)
+        is finite.
+
+        The threads write the rows in blocks (:func:`fixed_blocks`), each
+        with an undo record of its own; the blocks, and so the sums, added
+        block by block in order, do not depend on the number of threads.
+        """
+        calls = []
+        for span in fixed_blocks(len(total.rows), self.array.shape[1]):
+            rows = total.rows[span]
+            saved, done = self._undo.staged_rows(self.array, rows)
+            calls.append((self.array, rows, total.block[span], factor, saved, done))
+        results = run_calls(add_to_rows, calls)
+        added = sum(
+            (block_added for block_added, _ in results),
+            np.zeros(self.array.shape[1]),
+        )
+        return added, all(block_finite for _, block_finite in results)
 
     def step_toward(self, target, rho):
         """rows <- (1 - rho) rows + rho lambda^ with lambda^ the

@@ -4,7 +4,8 @@ The compiled kernels release the GIL, and so do NumPy's operations on large
 arrays, so a minibatch's work splits into chunks that run on a thread pool.
 A public method opens the pool once, with :func:`thread_pool`, for as long as
 it runs; the code below it asks for row-wise work with :func:`map_rows`,
-:func:`sum_rows`, :func:`row_blocks`, :func:`run_calls` and
+:func:`sum_rows`, :func:`row_blocks`, :func:`fixed_blocks`,
+:func:`run_calls` and
 :func:`prefetch`, and never handles
 the pool itself. Every value is computed the same way whichever thread
 computes it, so the results do not depend on the number of threads.
@@ -281,11 +282,37 @@ def sum_rows(function, n_rows, block_rows=SUM_BLOCK_ROWS):
     total : float or ndarray
         The sum of the blocks' values, added in row order.
     """
-    spans = [
+    spans = _consecutive_slices(n_rows, block_rows)
+    return sum(run_calls(function, [(span,) for span in spans]))
+
+
+def fixed_blocks(n_rows, row_size):
+    """Consecutive slices of ``range(n_rows)`` of at least
+    ``MIN_BLOCK_ENTRIES`` entries (the last one may have fewer), the same
+    whatever the number of threads: for row work whose result must not
+    depend on it.
+
+    Parameters
+    ----------
+    n_rows : int
+        Number of rows.
+    row_size : int
+        Number of entries of a row.
+
+    Returns
+    -------
+    blocks : list of slice
+    """
+    return _consecutive_slices(n_rows, -(-MIN_BLOCK_ENTRIES // row_size))
+
+
+def _consecutive_slices(n_rows, block_rows):
+    """``range(n_rows)`` in slices of ``block_rows`` rows, the last one
+    shorter if need be."""
+    return [
         slice(start, min(start + block_rows, n_rows))
         for start in range(0, n_rows, block_rows)
     ]
-    return sum(run_calls(function, [(span,) for span in spans]))
 
 
 def prefetch(function, *arguments):
