@@ -30,6 +30,11 @@ BLOCKS_PER_THREAD = 4
 # the GIL), as long as one pass over about this many float64 entries.
 MIN_BLOCK_ENTRIES = 1 << 16
 
+# The entries of a block of ``fixed_blocks``, in units of
+# ``MIN_BLOCK_ENTRIES``: each block costs a call and, for a write, an undo
+# record, on a single thread too.
+FIXED_BLOCK_FACTOR = 4
+
 # Rows of each block of ``sum_rows``.
 SUM_BLOCK_ROWS = 4096
 
@@ -288,9 +293,9 @@ def sum_rows(function, n_rows, block_rows=SUM_BLOCK_ROWS):
 
 def fixed_blocks(n_rows, row_size):
     """Consecutive slices of ``range(n_rows)`` of at least
-    ``MIN_BLOCK_ENTRIES`` entries (the last one may have fewer), the same
-    whatever the number of threads: for row work whose result must not
-    depend on it.
+    ``FIXED_BLOCK_FACTOR * MIN_BLOCK_ENTRIES`` entries (the last one may
+    have fewer), the same whatever the number of threads: for row work whose
+    result must not depend on it.
 
     Parameters
     ----------
@@ -303,7 +308,8 @@ def fixed_blocks(n_rows, row_size):
     -------
     blocks : list of slice
     """
-    return _consecutive_slices(n_rows, -(-MIN_BLOCK_ENTRIES // row_size))
+    block_entries = FIXED_BLOCK_FACTOR * MIN_BLOCK_ENTRIES
+    return _consecutive_slices(n_rows, -(-block_entries // row_size))
 
 
 def _consecutive_slices(n_rows, block_rows):
