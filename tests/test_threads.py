@@ -11,8 +11,10 @@ from joblib import Parallel, delayed, effective_n_jobs
 from sklearn_svi._mechanisms import SparseStatistic
 from sklearn_svi._threads import (
     BLOCKS_PER_THREAD,
+    FIXED_BLOCK_FACTOR,
     MIN_BLOCK_ENTRIES,
     Workers,
+    fixed_blocks,
     map_rows,
     n_threads,
     prefetch,
@@ -170,6 +172,22 @@ def test_row_blocks_share_only_work_worth_a_hand_over(n_threads):
     assert [block.stop - block.start for block in blocks] == [333, 333, 334]
     many = workers.row_blocks(1000, MIN_BLOCK_ENTRIES)
     assert len(many) == BLOCKS_PER_THREAD * n_threads
+
+
+@pytest.mark.parametrize("n_rows", [0, 1, 5, 1000])
+@pytest.mark.parametrize("row_size", [1, 100, MIN_BLOCK_ENTRIES])
+def test_fixed_blocks_cover_the_rows_in_blocks_of_a_fixed_size(n_rows, row_size):
+    """Consecutive blocks of at least FIXED_BLOCK_FACTOR * MIN_BLOCK_ENTRIES
+    entries but the last, whose rows are fewer than a whole block's."""
+    blocks = fixed_blocks(n_rows, row_size)
+    covered = [row for block in blocks for row in range(n_rows)[block]]
+    assert covered == list(range(n_rows))
+    sizes = [block.stop - block.start for block in blocks]
+    assert all(
+        size * row_size >= FIXED_BLOCK_FACTOR * MIN_BLOCK_ENTRIES for size in sizes[:-1]
+    )
+    assert all(size == sizes[0] for size in sizes[:-1])
+    assert not sizes or 0 < sizes[-1] <= sizes[0]
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
