@@ -23,6 +23,7 @@ from sklearn.model_selection import GridSearchCV
 
 import sklearn_svi._dask._rows
 import sklearn_svi._store
+import sklearn_svi._threads
 from sklearn_svi import (
     AnnealedLDA,
     Checkpoint,
@@ -852,6 +853,35 @@ def test_lambda_held_by_the_workers_gives_the_fit_of_one_machine(
     for statistic, held_statistic in zip(window.rows.queue, held_window.rows.queue):
         assert_array_equal(held_statistic.rows, statistic.rows)
         assert_allclose(held_statistic.block, statistic.block, rtol=1e-10)
+
+
+@pytest.fixture
+def row_jobs_in_blocks(client, monkeypatch):
+    """Every job over lambda's rows, on the workers and here, shared in
+    blocks of a few entries, as a large model's are."""
+
+    def set_threshold(entries):
+        sklearn_svi._threads.MIN_BLOCK_ENTRIES = entries
+
+    default = sklearn_svi._threads.MIN_BLOCK_ENTRIES
+    monkeypatch.setattr(sklearn_svi._threads, "MIN_BLOCK_ENTRIES", 1)
+    client.run(set_threshold, 1)
+    yield
+    client.run(set_threshold, default)
+
+
+@pytest.mark.parametrize("estimator", [SmoothedLDA, AnnealedLDA, FilteredLDA])
+def test_every_default_writing_lambda_in_many_blocks_on_the_workers_is_one_machine(
+    client, documents, row_jobs_in_blocks, estimator
+):
+    thresholds = client.run(lambda: sklearn_svi._threads.MIN_BLOCK_ENTRIES)
+    assert set(thresholds.values()) == {1}
+    alone = estimator(n_components=5, max_iter=2, random_state=0).fit(documents)
+    with dask.config.set(PARTITIONED):
+        held = estimator(n_components=5, max_iter=2, random_state=0).fit(
+            row_blocks(documents, 400)
+        )
+    assert_same_fit(held, alone, rtol=1e-10)
 
 
 @pytest.mark.parametrize("estimator", [SmoothedLDA, AnnealedLDA, FilteredLDA])

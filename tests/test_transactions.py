@@ -247,15 +247,21 @@ def test_an_interrupt_at_any_stage_leaves_the_last_completed_update(
 
 @pytest.mark.parametrize("n_jobs", [1, 2])
 @pytest.mark.parametrize(
-    "owner, function, L",
+    "estimator, settings, owner, function",
     [
-        (_store, "step_toward_target", 2),
-        (_store, "add_to_rows", 1),
-        (_smoothing, "_replace_rows", 2),
+        # Every default, by the write of lambda its update makes (plain SVI
+        # and the filtered step add to the minibatch's rows; the annealed
+        # step's weights move every row), and the window's.
+        (SmoothedLDA, {}, _store, "add_to_rows"),
+        (FilteredLDA, {}, _store, "add_to_rows"),
+        (AnnealedLDA, {}, _store, "step_toward_target"),
+        (SmoothedLDA, {"L": 2}, _store, "step_toward_target"),
+        (SmoothedLDA, {"L": 2}, _smoothing, "_replace_rows"),
     ],
+    ids=["SmoothedLDA", "FilteredLDA", "AnnealedLDA", "L=2-lambda", "L=2-window"],
 )
 def test_an_interrupt_in_any_row_block_of_the_update_is_undone(
-    monkeypatch, n_jobs, owner, function, L
+    monkeypatch, n_jobs, estimator, settings, owner, function
 ):
     # 10,000 words: lambda's update runs in three blocks of rows or more
     # (every row with a window, the minibatch's words in plain SVI), and the
@@ -265,7 +271,7 @@ def test_an_interrupt_in_any_row_block_of_the_update_is_undone(
     X = make_lda_corpus(n_documents=120, n_features=10_000, n_topics=2, random_state=0)[
         0
     ]
-    fitted = SmoothedLDA(n_jobs=n_jobs, L=L, **{**LDA, "n_components": 2})
+    fitted = estimator(n_jobs=n_jobs, **settings, **{**LDA, "n_components": 2})
     fitted.partial_fit(X[:80])
     state = model_state(fitted)
     uninterrupted = copy.deepcopy(fitted).partial_fit(X[80:])
