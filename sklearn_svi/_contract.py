@@ -95,8 +95,9 @@ class OnlineModel(metaclass=ABCMeta):
     def _prepare_minibatch(self, X_batch):
         """The minibatch in the form ``_local_statistic`` takes: X_batch itself.
 
-        It is prepared on a helper thread while the minibatch before it is
-        processed, so it must only read ``X_batch``.
+        On a cluster it runs on the worker that holds the rows while the
+        client processes the minibatch before it, so it must only read
+        ``X_batch``.
         """
         return X_batch
 
@@ -105,8 +106,6 @@ class OnlineModel(metaclass=ABCMeta):
         validated training data ``X``, prepared as by
         ``_prepare_minibatch``; a model may cut them from ``X`` itself,
         without forming the minibatch.
-
-        It runs on a helper thread like ``_prepare_minibatch``.
         """
         return self._prepare_minibatch(X[rows])
 

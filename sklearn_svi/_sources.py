@@ -27,7 +27,6 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._permutation import PermutedSpan
 from ._store import LocalStore
-from ._threads import prefetch
 
 
 def evenly_spaced_rows(n_samples, size):
@@ -235,8 +234,9 @@ class _Minibatch:
 def prefetched_minibatches(data, batch_size, order=None, first_row=0):
     """The minibatches of a pass over the ``RowSource`` ``data``, each with
     its span of the pass: consecutive rows from ``first_row`` on, of
-    ``order`` (a ``KeyedPermutation``) when it is given. Each minibatch is
-    sliced and prepared while the caller processes the one before it."""
+    ``order`` (a ``KeyedPermutation``) when it is given. The next minibatch
+    is asked for before the caller processes one, so that a source that
+    prepares it elsewhere (a cluster's workers) does so meanwhile."""
     spans = [
         span
         for span in gen_batches(data.n_samples, batch_size)
@@ -289,6 +289,22 @@ def assembled_columns(shape, dtype, columns):
     return array
 
 
+class _PreparedWhenAsked:
+    """A minibatch of :class:`InMemoryRows` (a :class:`PendingMinibatch`),
+    sliced and prepared on the calling thread when its result is asked for.
+
+    The helper threads are left to the local step: a helper busy preparing
+    the next minibatch made two-thread fits slower, not faster.
+    """
+
+    def __init__(self, source, rows):
+        self._source = source
+        self._rows = rows
+
+    def result(self):
+        return self._source._minibatch(self._rows)
+
+
 class InMemoryRows:
     """Training data held in this process: a :class:`RowSource`.
 
@@ -316,8 +332,8 @@ class InMemoryRows:
         return self.X
 
     def minibatch(self, rows):
-        """Start slicing and preparing the rows ``rows`` on a helper thread."""
-        return prefetch(self._minibatch, rows)
+        """The rows ``rows``, sliced and prepared when they are asked for."""
+        return _PreparedWhenAsked(self, rows)
 
     def _minibatch(self, rows):
         if isinstance(rows, PermutedSpan):

@@ -4,17 +4,16 @@ The compiled kernels release the GIL, and so do NumPy's operations on large
 arrays, so a minibatch's work splits into chunks that run on a thread pool.
 A public method opens the pool once, with :func:`thread_pool`, for as long as
 it runs; the code below it asks for row-wise work with :func:`map_rows`,
-:func:`sum_rows`, :func:`row_blocks`, :func:`fixed_blocks`,
-:func:`run_calls` and
-:func:`prefetch`, and never handles
-the pool itself. Every value is computed the same way whichever thread
-computes it, so the results do not depend on the number of threads.
+:func:`sum_rows`, :func:`row_blocks`, :func:`fixed_blocks` and
+:func:`run_calls`, and never handles the pool itself. Every value is
+computed the same way whichever thread computes it, so the results do not
+depend on the number of threads.
 """
 
 import itertools
 import os
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from contextvars import ContextVar
 
@@ -78,7 +77,7 @@ class Workers:
             The value of each call, in the order of ``argument_lists``.
         """
         argument_lists = list(argument_lists)
-        if self.executor is None or not shared:
+        if self.executor is None or not shared or len(argument_lists) < 2:
             return [function(*arguments) for arguments in argument_lists]
         results = [None] * len(argument_lists)
         # next() on a count is atomic under the GIL: each chunk is taken once.
@@ -134,40 +133,6 @@ class Workers:
         n_blocks = max(min(n_wanted, n_worth, n_rows), 1)
         bounds = [n_rows * block // n_blocks for block in range(n_blocks + 1)]
         return [slice(start, stop) for start, stop in zip(bounds[:-1], bounds[1:])]
-
-
-class Prefetch:
-    """A call started ahead of need (see :func:`prefetch`).
-
-    Parameters
-    ----------
-    function : callable
-        The work.
-    arguments : tuple
-        Its arguments.
-    executor : ThreadPoolExecutor or None
-        Where the call starts at once; None computes it when its result is
-        first asked for.
-    """
-
-    def __init__(self, function, arguments, executor):
-        self._call = (function, arguments)
-        self._future = None
-        if executor is not None:
-            self._future = executor.submit(function, *arguments)
-            self._call = None
-
-    def result(self):
-        """The value of the call, which runs now if it has not started."""
-        if self._future is None:
-            function, arguments = self._call
-            self._future = Future()
-            try:
-                self._future.set_result(function(*arguments))
-            except Exception as error:
-                self._future.set_exception(error)
-            self._call = None
-        return self._future.result()
 
 
 # The calling thread alone: the pool outside any ``thread_pool``.
@@ -319,20 +284,6 @@ def _consecutive_slices(n_rows, block_rows):
         slice(start, min(start + block_rows, n_rows))
         for start in range(0, n_rows, block_rows)
     ]
-
-
-def prefetch(function, *arguments):
-    """Start ``function(*arguments)`` on a helper thread of the active pool.
-
-    Without helpers the call runs when its result is first asked for. It
-    must only read data that nothing writes meanwhile.
-
-    Returns
-    -------
-    call : Prefetch
-        Gives the value of the call.
-    """
-    return Prefetch(function, arguments, _active_workers.get().executor)
 
 
 def call(function, *arguments):

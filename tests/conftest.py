@@ -8,7 +8,8 @@ os.environ.setdefault("SCIPY_ARRAY_API", "1")
 
 import pytest  # noqa: E402
 
-from sklearn_svi import make_lda_corpus  # noqa: E402
+from sklearn_svi import _threads, make_lda_corpus  # noqa: E402
+from sklearn_svi.lda import _local_step  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -45,3 +46,12 @@ def python_sigint_handler():
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     yield
     signal.signal(signal.SIGINT, previous)
+
+
+@pytest.fixture
+def all_work_shared(monkeypatch):
+    """Every job that the threads may share is shared however small, as a
+    large model's and minibatch's are: the row jobs in blocks of a few
+    entries, the documents of every minibatch."""
+    monkeypatch.setattr(_threads, "MIN_BLOCK_ENTRIES", 1)
+    monkeypatch.setattr(_local_step, "MIN_SHARED_TOKENS", 1)

@@ -1007,7 +1007,9 @@ def test_a_non_finite_update_is_undone_on_every_block(client, documents):
     assert model.n_batch_iter_ == 5
 
 
-def test_a_real_ctrl_c_leaves_the_blocks_as_after_the_last_update(client, documents):
+def test_a_real_ctrl_c_leaves_the_blocks_as_after_the_last_update(
+    client, documents, python_sigint_handler
+):
     """SIGINT at random moments of a fit whose workers hold lambda: the model
     is the one after its last whole update, its blocks undone on every
     worker, and it continues to the uninterrupted fit (to rounding: the rest

@@ -25,12 +25,11 @@ from sklearn_svi import (
     SmoothedLDA,
     SVIGaussianMixture,
     SVIMatrixFactorization,
-    _threads,
     make_lda_corpus,
 )
 from sklearn_svi._mechanisms import Mechanisms
 from sklearn_svi._mechanisms._step_sizes import _Schedule
-from sklearn_svi._threads import MIN_BLOCK_ENTRIES, sum_rows
+from sklearn_svi._threads import sum_rows
 
 BATCH = 50
 N_SAMPLES = 300
@@ -257,11 +256,12 @@ def test_a_stopped_fit_refuses_other_data_and_stays_as_it_was(name):
     assert model.n_batch_iter_ == 3
 
 
-@pytest.mark.parametrize("min_block_entries", [MIN_BLOCK_ENTRIES, 1])
+@pytest.mark.parametrize("all_shared", [False, True])
 @pytest.mark.parametrize("name", CASES)
-def test_the_number_of_threads_changes_nothing(name, min_block_entries, monkeypatch):
-    """At the real threshold, and with every row job shared in blocks."""
-    monkeypatch.setattr(_threads, "MIN_BLOCK_ENTRIES", min_block_entries)
+def test_the_number_of_threads_changes_nothing(name, all_shared, request):
+    """At the real thresholds of shared work, and with all of it shared."""
+    if all_shared:
+        request.getfixturevalue("all_work_shared")
     estimator, X = case(name)
     alone = clone(estimator).set_params(n_jobs=1).fit(X)
     threaded = clone(estimator).set_params(n_jobs=2).fit(X)

@@ -11,8 +11,7 @@ from scipy.special import digamma, gammaln
 from sklearn.decomposition import LatentDirichletAllocation
 
 import sklearn_svi.lda._local_step
-from sklearn_svi import SmoothedLDA, _threads, make_lda_corpus
-from sklearn_svi._threads import MIN_BLOCK_ENTRIES
+from sklearn_svi import SmoothedLDA, make_lda_corpus
 from sklearn_svi.lda import _fast
 from sklearn_svi.lda._local_step import start_spread
 from sklearn_svi.metrics import log_predictive, split_tokens
@@ -363,9 +362,9 @@ def test_sparse_responsibilities_give_the_dense_statistic(
     )
 
 
-def test_sparse_responsibilities_do_not_depend_on_n_jobs():
+def test_sparse_responsibilities_do_not_depend_on_n_jobs(all_work_shared):
     # Short documents at 80 topics: most are kept sparsely, in a fit on one
-    # thread and on two.
+    # thread and on two, which share the documents of every minibatch.
     X, _, _ = make_lda_corpus(
         n_documents=400,
         n_features=200,
@@ -380,6 +379,33 @@ def test_sparse_responsibilities_do_not_depend_on_n_jobs():
         for n_jobs in (1, 2)
     ]
     assert_array_equal(fits[0].components_, fits[1].components_)
+
+
+def test_the_threads_share_the_documents_of_large_minibatches_only(
+    planted_corpus, monkeypatch
+):
+    local_step = sklearn_svi.lda._local_step
+    calls = []
+    run_calls = local_step.run_calls
+
+    def recorded(function, argument_lists, shared=True):
+        argument_lists = list(argument_lists)
+        if function is local_step._kernel.infer_documents:
+            calls.append(len(argument_lists))
+        return run_calls(function, argument_lists, shared)
+
+    monkeypatch.setattr(local_step, "run_calls", recorded)
+    X = planted_corpus[0]
+    lengths = np.asarray(X.sum(axis=1)).ravel()
+    small, large = 20, 64
+    assert lengths[:small].sum() < local_step.MIN_SHARED_TOKENS
+    assert lengths[:large].sum() >= local_step.MIN_SHARED_TOKENS
+    for batch_size, n_calls in ((small, 1), (large, 2)):
+        calls.clear()
+        SmoothedLDA(n_components=4, batch_size=batch_size, n_jobs=2).partial_fit(
+            X[:batch_size]
+        )
+        assert calls == [n_calls]
 
 
 def test_sampled_step_samples_in_the_updates_only(planted_corpus):
@@ -443,13 +469,12 @@ def test_exp_digamma_accuracy(kernel):
 
 
 @pytest.mark.parametrize("local_step", ["vb", "cvb0", "gibbs"])
-@pytest.mark.parametrize("min_block_entries", [MIN_BLOCK_ENTRIES, 1])
+@pytest.mark.parametrize("all_shared", [False, True])
 def test_results_do_not_depend_on_n_jobs(
-    planted_corpus, kernel, local_step, min_block_entries, monkeypatch
+    planted_corpus, kernel, local_step, all_shared, request
 ):
-    # With the threshold of shared work at 1, the small model's rows are
-    # shared in blocks, as a large model's are.
-    monkeypatch.setattr(_threads, "MIN_BLOCK_ENTRIES", min_block_entries)
+    if all_shared:
+        request.getfixturevalue("all_work_shared")
     X = planted_corpus[0]
     reference = fitted_model(X, n_jobs=1, local_step=local_step)
     for n_jobs in (2, 3, -1):

@@ -6,9 +6,13 @@ import time
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from joblib import Parallel, delayed, effective_n_jobs
+from numpy.testing import assert_array_equal
 
+from sklearn_svi import SmoothedLDA
 from sklearn_svi._mechanisms import SparseStatistic
+from sklearn_svi._sources import InMemoryRows
 from sklearn_svi._threads import (
     BLOCKS_PER_THREAD,
     FIXED_BLOCK_FACTOR,
@@ -17,7 +21,6 @@ from sklearn_svi._threads import (
     fixed_blocks,
     map_rows,
     n_threads,
-    prefetch,
     run_calls,
     sum_rows,
     thread_count,
@@ -107,48 +110,26 @@ def test_row_work_covers_the_rows_and_sums_in_a_fixed_order(n_jobs):
     assert total == sum(values[i : i + 1000].sum() for i in range(0, 10_001, 1000))
 
 
-def test_prefetch_starts_on_a_helper_at_once():
-    caller = threading.get_ident()
-    started = threading.Event()
-    calls = []
+def test_a_minibatch_in_memory_is_prepared_by_the_caller_when_asked():
+    """The helpers are left to the local step: a minibatch is sliced and
+    prepared on the calling thread, when the update asks for it."""
+    X = sp.random(50, 20, density=0.3, format="csr", random_state=0)
+    model = SmoothedLDA(n_components=2)
+    threads = []
 
-    def prefetched(value):
-        calls.append(threading.get_ident())
-        started.set()
-        return value + 1
+    def prepared(X, rows):
+        threads.append(threading.get_ident())
+        return rows
 
+    model._prepare_rows = prepared
     with thread_pool(2):
-        call = prefetch(prefetched, 41)
-        # Started without anyone asking for the result.
-        assert started.wait(timeout=5)
-        assert call.result() == 42
-        assert call.result() == 42
-    assert len(calls) == 1 and calls[0] != caller
-
-
-def test_prefetch_without_helpers_runs_when_its_result_is_asked():
-    caller = threading.get_ident()
-    calls = []
-
-    def prefetched():
-        calls.append(threading.get_ident())
-        return "done"
-
-    call = prefetch(prefetched)
-    assert calls == []
-    assert call.result() == "done"
-    assert calls == [caller]
-
-
-@pytest.mark.parametrize("n_jobs", [1, 2])
-def test_prefetch_that_fails_raises_from_result(n_jobs):
-    def failing():
-        raise ValueError("prefetched call failed")
-
-    with thread_pool(n_jobs):
-        call = prefetch(failing)
-        with pytest.raises(ValueError, match="prefetched call failed"):
-            call.result()
+        pending = InMemoryRows(model, X).minibatch(np.arange(10, 20))
+        time.sleep(0.01)
+        assert threads == []
+        minibatch = pending.result()
+    assert threads == [threading.get_ident()]
+    assert_array_equal(minibatch.prepared, np.arange(10, 20))
+    assert_array_equal(minibatch.X_batch.toarray(), X[10:20].toarray())
 
 
 @pytest.mark.parametrize("n_threads", [1, 2, 3])

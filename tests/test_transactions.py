@@ -18,7 +18,6 @@ from sklearn_svi import (
     SVIGaussianMixture,
     SVIMatrixFactorization,
     _store,
-    _threads,
     make_lda_corpus,
 )
 from sklearn_svi._mechanisms import (
@@ -261,13 +260,12 @@ def test_an_interrupt_at_any_stage_leaves_the_last_completed_update(
     ids=["SmoothedLDA", "FilteredLDA", "AnnealedLDA", "L=2-lambda", "L=2-window"],
 )
 def test_an_interrupt_in_any_row_block_of_the_update_is_undone(
-    monkeypatch, n_jobs, estimator, settings, owner, function
+    monkeypatch, all_work_shared, n_jobs, estimator, settings, owner, function
 ):
     # 10,000 words: lambda's update runs in three blocks of rows or more
     # (every row with a window, the minibatch's words in plain SVI), and the
     # window's running sum in one block per thread or more, as a large
-    # model's would with the threshold of shared work lowered.
-    monkeypatch.setattr(_threads, "MIN_BLOCK_ENTRIES", 1)
+    # model's would with the thresholds of shared work lowered.
     X = make_lda_corpus(n_documents=120, n_features=10_000, n_topics=2, random_state=0)[
         0
     ]
@@ -364,7 +362,9 @@ N_INTERRUPTS = 500
         *SHORT_DOCUMENTS,
     ],
 )
-def test_an_interrupt_at_any_bytecode_of_an_update_is_survived(name):
+def test_an_interrupt_at_any_bytecode_of_an_update_is_survived(
+    name, python_sigint_handler
+):
     # A signal is handled between two bytecodes of the main thread; a
     # random delay mostly lands in the local step's compiled loop, after
     # which the handler runs at one and the same bytecode. Here interrupts
