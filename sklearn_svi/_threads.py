@@ -61,6 +61,8 @@ class Workers:
     def run(self, function, argument_lists, shared=True):
         """Call ``function`` on each argument list and wait for all calls.
 
+        A single call runs on the calling thread, without a hand-over.
+
         Parameters
         ----------
         function : callable
