@@ -268,6 +268,15 @@ def test_the_number_of_threads_changes_nothing(name, all_shared, request):
     assert_array_equal(threaded._natural, alone._natural)
 
 
+@pytest.mark.parametrize("estimator", [SmoothedLDA, AnnealedLDA, FilteredLDA])
+def test_the_number_of_threads_changes_no_lda_default(estimator, all_work_shared):
+    """Every LDA default, its documents and rows shared by the threads."""
+    X = documents()
+    alone = estimator(n_jobs=1, **LDA).fit(X)
+    threaded = estimator(n_jobs=2, **LDA).fit(X)
+    assert_array_equal(threaded._natural, alone._natural)
+
+
 @pytest.mark.parametrize("name", CASES)
 def test_a_refused_update_leaves_the_last_completed_one(name, monkeypatch):
     """An update that fails is undone: the model is as after the update
