@@ -18,6 +18,7 @@ relies on two rules that the update keeps:
   is changed and its rollback does not know it.
 """
 
+import _signal
 import signal
 import threading
 from contextlib import contextmanager
@@ -25,27 +26,46 @@ from contextlib import contextmanager
 import numpy as np
 
 
-@contextmanager
 def interrupts_deferred():
     """Hold back Ctrl-C while the body runs and deliver it afterwards.
 
     Only the main thread receives SIGINT; elsewhere, or when the handler is
     not Python's own, the body runs as it is.
+
+    Returns
+    -------
+    context : context manager
     """
-    if (
-        threading.current_thread() is not threading.main_thread()
-        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
-    ):
-        yield
-        return
-    received = []
-    signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        if received:
-            raise KeyboardInterrupt
+    return _DeferredInterrupts()
+
+
+class _DeferredInterrupts:
+    """The context of :func:`interrupts_deferred`.
+
+    It runs around every update, twice, so it calls the C functions of
+    :mod:`signal` directly: the module's own wrappers convert each handler
+    to an enumeration member, which cost more than the rest of the context.
+    """
+
+    def __enter__(self):
+        self._received = False
+        self._holding = (
+            threading.get_ident() == threading.main_thread().ident
+            and _signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        )
+        if self._holding:
+            _signal.signal(signal.SIGINT, self._hold)
+        return self
+
+    def _hold(self, signum, frame):
+        self._received = True
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        if self._holding:
+            _signal.signal(signal.SIGINT, signal.default_int_handler)
+            if self._received:
+                raise KeyboardInterrupt
+        return False
 
 
 @contextmanager

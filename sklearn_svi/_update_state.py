@@ -40,9 +40,9 @@ class UpdateState:
         The schedule or filter that gives rho_t.
     annealing : AnnealingWeights or None
         The samples' annealing weights, None for plain minibatches.
-    random_state : RandomState
+    random_source : RandomState
         The source of the passes' orders, the annealing weights and a
-        filter's start.
+        filter's start; drawn from through :attr:`random_state`.
     evaluation_history : dict of lists
         ``n_batch_iter``, ``n_samples_seen`` and ``score`` of each
         evaluation.
@@ -62,7 +62,7 @@ class UpdateState:
     window: object
     step_size: object
     annealing: object
-    random_state: np.random.RandomState
+    random_source: np.random.RandomState
     evaluation_history: dict = field(default_factory=_empty_evaluation_history)
     step_size_history: dict = field(default_factory=_empty_step_size_history)
     step_size_record_every: int = 1
@@ -78,8 +78,22 @@ class UpdateState:
                 shape, dtype, exchangeable_columns=exchangeable_columns
             ),
             annealing=mechanisms.build_annealing(),
-            random_state=random_state,
+            random_source=random_state,
         )
+
+    @property
+    def random_state(self):
+        """The random state to draw from.
+
+        In a transaction its state is recorded the first time it is asked
+        for, before anything is drawn, so that :meth:`rollback` puts it
+        back; an update that draws nothing (most do not) does not pay for
+        the record, which costs more than the rest of :meth:`begin`.
+        """
+        saved = vars(self).get("_saved")
+        if saved is not None and saved[1] is None:
+            self._saved = (saved[0], self.random_source.get_state(), saved[2])
+        return self.random_source
 
     def record_step_size(self, n_batch_iter, rho):
         """Keep rho of update ``n_batch_iter``, thinned to a bounded record.
@@ -176,9 +190,10 @@ class UpdateState:
 
     def begin(self):
         """Start recording the changes, for :meth:`rollback`."""
+        # The random state is recorded when it is first drawn from.
         self._saved = (
             dict(vars(self)),
-            self.random_state.get_state(),
+            None,
             [(values, len(values)) for values in self._lists()],
         )
         for part in self._parts():
@@ -197,7 +212,8 @@ class UpdateState:
             part.rollback()
         vars(self).clear()
         vars(self).update(fields)
-        self.random_state.set_state(random_state)
+        if random_state is not None:
+            self.random_source.set_state(random_state)
         for values, length in lengths:
             del values[length:]
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from _interrupts import InjectedInterrupt, interrupted_at, interrupted_by_a_signal
+from numpy.testing import assert_array_equal
 
 from sklearn_svi import (
     AnnealedLDA,
@@ -299,6 +300,26 @@ def test_ctrl_c_during_the_rollback_is_delivered_after_it(python_sigint_handler)
             received.append("the body ran to its end")
     assert received == ["the body ran to its end"]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_the_random_state_is_recorded_when_it_is_first_drawn_from():
+    """A rolled-back update puts back what it drew; one that drew nothing
+    leaves the random state as it is without having recorded it."""
+    source = np.random.RandomState(0)
+    state = UpdateState(
+        window=None, step_size=None, annealing=None, random_source=source
+    )
+    expected = np.random.RandomState(0).randint(1000, size=5)
+    state.begin()
+    assert state._saved[1] is None
+    state.rollback()
+    state.begin()
+    drawn = state.random_state.randint(1000, size=5)
+    state.random_state.randint(1000, size=5)
+    state.rollback()
+    assert_array_equal(drawn, expected)
+    assert_array_equal(state.random_state.randint(1000, size=5), expected)
+    assert state.random_state is source
 
 
 def resumed_after_interrupt(fitted, rest, model, uninterrupted):
