@@ -546,15 +546,31 @@ def test_words_of_documents_is_the_transpose(kernel):
     assert_array_equal(X.data[positions], by_word.data)
 
 
-def test_renumber_words_matches_numpy(kernel):
-    rng = np.random.default_rng(0)
-    indices = rng.choice([2, 3, 7, 11, 12, 19], size=40).astype(np.intp)
-    words, renumbered = kernel.renumber_words(indices, 20)
-    expected_words, expected_renumbered = np.unique(indices, return_inverse=True)
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_compact_rows_cuts_the_rows_and_renumbers_their_words(
+    kernel, index_dtype, dtype
+):
+    X = sp.random(30, 20, density=0.15, format="csr", random_state=0, dtype=dtype)
+    X.indptr = X.indptr.astype(index_dtype)
+    X.indices = X.indices.astype(index_dtype)
+    rows = np.array([7, 2, 29, 2, 11, 0], dtype=np.intp)
+    words, indptr, renumbered, counts = kernel.compact_rows(
+        X.indptr, X.indices, X.data, rows, 20
+    )
+    expected = X[rows]
+    expected_words, expected_renumbered = np.unique(
+        expected.indices, return_inverse=True
+    )
     assert_array_equal(words, expected_words)
+    assert_array_equal(indptr, expected.indptr)
     assert_array_equal(renumbered, expected_renumbered)
-    empty_words, empty = kernel.renumber_words(np.empty(0, dtype=np.intp), 20)
-    assert empty_words.size == 0 and empty.size == 0
+    assert counts.dtype == dtype
+    assert_array_equal(counts, expected.data)
+    empty = kernel.compact_rows(
+        X.indptr, X.indices, X.data, np.empty(0, dtype=np.intp), 20
+    )
+    assert [part.size for part in empty] == [0, 1, 0, 0]
 
 
 @pytest.mark.parametrize("collapsed", [False, True])

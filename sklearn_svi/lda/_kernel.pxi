@@ -8,6 +8,7 @@
 
 from cython cimport floating
 from libc.float cimport DBL_EPSILON, FLT_EPSILON
+from libc.stdint cimport int32_t, int64_t
 from libc.math cimport cos, fabs, log, sin, sqrt
 from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memcpy, memset

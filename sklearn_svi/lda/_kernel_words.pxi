@@ -2,44 +2,90 @@
 # word the documents that hold it.
 
 
-def renumber_words(const Py_ssize_t[::1] indices, Py_ssize_t n_features):
-    """The distinct words of a minibatch, and its word indices renumbered.
+ctypedef fused csr_index:
+    int32_t
+    int64_t
+
+
+def compact_rows(
+    const csr_index[::1] indptr,
+    const csr_index[::1] indices,
+    const floating[::1] data,
+    const Py_ssize_t[::1] rows,
+    Py_ssize_t n_features,
+):
+    """Rows of a CSR matrix, cut from its arrays, with their words renumbered.
 
     Parameters
     ----------
-    indices : ndarray of shape (nnz,)
-        The vocabulary index of each entry of the minibatch.
+    indptr, indices, data : ndarray
+        The CSR matrix, of ``n_features`` columns.
+    rows : ndarray of shape (n_rows,)
+        The rows to cut, in this order.
     n_features : int
         Vocabulary size.
 
     Returns
     -------
     words : ndarray of shape (n_words,)
-        The vocabulary indices present, increasing.
+        The vocabulary indices present in the rows, increasing.
+    row_indptr : ndarray of shape (n_rows + 1,)
+        The rows' CSR row pointers.
     renumbered : ndarray of shape (nnz,)
-        The position in ``words`` of each entry's word.
+        The position in ``words`` of each entry's word, row after row.
+    counts : ndarray of shape (nnz,)
+        The entries' values, row after row.
     """
-    cdef Py_ssize_t nnz = indices.shape[0]
-    cdef Py_ssize_t p, w, n_words = 0
+    cdef Py_ssize_t n_rows = rows.shape[0]
+    cdef Py_ssize_t j, p, q, w, c, n_words = 0
+    row_indptr_array = np.empty(n_rows + 1, dtype=np.intp)
+    cdef Py_ssize_t[::1] row_indptr = row_indptr_array
+    row_indptr[0] = 0
+    with nogil:
+        for j in range(n_rows):
+            row_indptr[j + 1] = row_indptr[j] + (
+                indptr[rows[j] + 1] - indptr[rows[j]]
+            )
+    cdef Py_ssize_t nnz = row_indptr[n_rows]
     renumbered_array = np.empty(nnz, dtype=np.intp)
+    counts_array = np.empty(nnz, dtype=np.float64 if floating is double else np.float32)
     words_array = np.empty(min(nnz, n_features), dtype=np.intp)
     cdef Py_ssize_t[::1] renumbered = renumbered_array
+    cdef floating[::1] counts = counts_array
     cdef Py_ssize_t[::1] words = words_array
-    cdef Py_ssize_t* position = <Py_ssize_t*> calloc(n_features, sizeof(Py_ssize_t))
-    if position == NULL:
+    # A byte per vocabulary index marks the words present, read eight at a
+    # time; the position in ``words`` is written and read at those words only.
+    cdef Py_ssize_t n_chunks = (n_features + 7) // 8
+    cdef unsigned char* present = <unsigned char*> calloc(8 * n_chunks, 1)
+    cdef Py_ssize_t* position = <Py_ssize_t*> malloc(n_features * sizeof(Py_ssize_t))
+    cdef unsigned long long chunk
+    if present == NULL or position == NULL:
+        free(present)
+        free(position)
         raise MemoryError()
     with nogil:
-        for p in range(nnz):
-            position[indices[p]] = 1
-        for w in range(n_features):
-            if position[w]:
-                position[w] = n_words
-                words[n_words] = w
-                n_words += 1
-        for p in range(nnz):
-            renumbered[p] = position[indices[p]]
+        # The vocabulary index of each entry, until it is renumbered.
+        q = 0
+        for j in range(n_rows):
+            for p in range(indptr[rows[j]], indptr[rows[j] + 1]):
+                renumbered[q] = indices[p]
+                counts[q] = data[p]
+                present[indices[p]] = 1
+                q += 1
+        for c in range(n_chunks):
+            memcpy(&chunk, &present[8 * c], 8)
+            if chunk == 0:
+                continue
+            for w in range(8 * c, min(8 * c + 8, n_features)):
+                if present[w]:
+                    position[w] = n_words
+                    words[n_words] = w
+                    n_words += 1
+        for q in range(nnz):
+            renumbered[q] = position[renumbered[q]]
+    free(present)
     free(position)
-    return words_array[:n_words], renumbered_array
+    return words_array[:n_words], row_indptr_array, renumbered_array, counts_array
 
 
 def words_of_documents(

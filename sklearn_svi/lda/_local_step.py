@@ -68,36 +68,6 @@ def start_spread(collapsed):
     return START_SPREAD["cvb0" if collapsed else "vb"]
 
 
-def _entries_of_rows(indptr, rows):
-    """The CSR row pointers of the rows ``rows`` of a CSR matrix whose row
-    pointers are ``indptr``, and the positions of their entries in its
-    arrays, row after row.
-
-    Parameters
-    ----------
-    indptr : ndarray of shape (n_rows + 1,)
-        The matrix's row pointers.
-    rows : ndarray of int or slice
-        The rows, in the order of the result.
-
-    Returns
-    -------
-    row_indptr : ndarray of shape (len(rows) + 1,)
-        The row pointers of the rows.
-    entries : ndarray of shape (row_indptr[-1],)
-        The positions of the rows' entries.
-    """
-    if isinstance(rows, slice):
-        rows = np.arange(*rows.indices(len(indptr) - 1))
-    starts = indptr[rows]
-    lengths = indptr[rows + 1] - starts
-    row_indptr = np.zeros(len(rows) + 1, dtype=np.intp)
-    np.cumsum(lengths, out=row_indptr[1:])
-    entries = np.repeat(starts - row_indptr[:-1], lengths)
-    entries += np.arange(row_indptr[-1], dtype=entries.dtype)
-    return row_indptr, entries
-
-
 @dataclass(frozen=True)
 class _CompactDocuments:
     """Documents in CSR form with their words renumbered 0..n_words-1.
@@ -121,19 +91,15 @@ class _CompactDocuments:
     def from_csr(cls, X, rows=None):
         """The documents of the CSR matrix ``X``, or of its rows ``rows``
         only (an array of indices or a slice), cut from its arrays."""
-        indptr, indices, counts = X.indptr, X.indices, X.data
-        if rows is not None:
-            indptr, entries = _entries_of_rows(indptr, rows)
-            indices, counts = indices[entries], counts[entries]
-        words, indices = _kernel.renumber_words(
-            indices.astype(np.intp, copy=False), X.shape[1]
+        n_rows = X.shape[0]
+        if rows is None:
+            rows = np.arange(n_rows)
+        elif isinstance(rows, slice):
+            rows = np.arange(*rows.indices(n_rows))
+        words, indptr, indices, counts = _kernel.compact_rows(
+            X.indptr, X.indices, X.data, rows.astype(np.intp, copy=False), X.shape[1]
         )
-        return cls(
-            words=words,
-            indptr=indptr.astype(np.intp, copy=False),
-            indices=indices,
-            counts=counts,
-        )
+        return cls(words=words, indptr=indptr, indices=indices, counts=counts)
 
     @property
     def n_documents(self):
