@@ -20,6 +20,7 @@ before it happens, and a whole new array is written on a spare one and
 swapped in, the old one kept until the transaction ends.
 """
 
+import functools
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -38,10 +39,19 @@ def compiled_prior(prior, shape, dtype):
     and ``dtype``: an array of shape (n_params, 1), a broadcast view for a
     scalar, or, for a prior of every entry of lambda, a C-contiguous array
     of lambda's ``shape``."""
+    if np.isscalar(prior):
+        return _scalar_compiled_prior(prior, shape[0], np.dtype(dtype))
     prior = np.asarray(prior, dtype=dtype)
     if prior.ndim == 2:
         return np.ascontiguousarray(prior)
     return np.broadcast_to(prior.reshape(-1, 1), (shape[0], 1))
+
+
+@functools.lru_cache(maxsize=16)
+def _scalar_compiled_prior(prior, n_params, dtype):
+    """A scalar eta's broadcast view (read-only), asked for by every update
+    and so kept."""
+    return np.broadcast_to(np.asarray(prior, dtype=dtype).reshape(1, 1), (n_params, 1))
 
 
 def non_finite_update(dtype):

@@ -453,7 +453,14 @@ def _run_documents(step, word_topic, documents, *arguments):
     minibatch. A minibatch of fewer than ``MIN_SHARED_TOKENS`` tokens is run
     by the calling thread alone.
     """
-    longest_first = np.argsort(-np.diff(documents.indptr), kind="stable")
+    n_calls = n_threads() if documents.counts.sum() >= MIN_SHARED_TOKENS else 1
+    # A document's result does not depend on when it is run: the order
+    # matters only to threads that share the documents.
+    order = (
+        np.argsort(-np.diff(documents.indptr), kind="stable")
+        if n_calls > 1
+        else np.arange(documents.n_documents)
+    )
     next_document = np.zeros(1, dtype=np.intp)
     shared = (
         *step,
@@ -463,10 +470,9 @@ def _run_documents(step, word_topic, documents, *arguments):
         documents.indices,
         documents.counts,
         *arguments,
-        longest_first,
+        order,
         next_document,
     )
-    n_calls = n_threads() if documents.counts.sum() >= MIN_SHARED_TOKENS else 1
     run_calls(_kernel.infer_documents, [shared] * n_calls)
 
 
