@@ -397,7 +397,7 @@ def test_the_threads_share_the_documents_of_large_minibatches_only(
     monkeypatch.setattr(local_step, "run_calls", recorded)
     X = planted_corpus[0]
     lengths = np.asarray(X.sum(axis=1)).ravel()
-    small, large = 20, 64
+    small, large = 20, 128
     assert lengths[:small].sum() < local_step.MIN_SHARED_TOKENS
     assert lengths[:large].sum() >= local_step.MIN_SHARED_TOKENS
     for batch_size, n_calls in ((small, 1), (large, 2)):

@@ -56,11 +56,15 @@ _kernel = _select_kernel()
 START_SPREAD = {"vb": 1.0, "cvb0": 2.0}
 
 # The fewest tokens of a minibatch whose documents the threads share. A
-# helper thread takes about 0.1 to 0.2 ms to wake and start; below about
-# 2,000 tokens (0.3 to 1 ms of the default step on one thread, at 50 to 1,000
-# topics, short and long documents alike) two threads were no faster than
-# one, and below 1,000 they were slower.
-MIN_SHARED_TOKENS = 2048
+# helper thread takes about 0.1 to 0.2 ms to wake and start, and the
+# statistic then reads responsibilities written on the other core. Replayed
+# alone, the kernel gained from a second thread from about 2,000 tokens on
+# (0.3 to 1 ms of the default step on one thread); within a pass (one pass,
+# wall time, the fastest of five) it lost below about 4,000: minibatches of
+# 256 tweets (2,500 tokens) took 0.92 times as long shared and 1.00 times
+# not, 512 tweets (5,000 tokens) 0.99 either way, and 1,024 package
+# summaries (5,500 tokens) 1.08 shared against 0.91 not.
+MIN_SHARED_TOKENS = 4096
 
 
 def start_spread(collapsed):
