@@ -632,18 +632,28 @@ def test_the_lambda_control_ranks_the_words_again(opened, report):
     assert page_ranking(data, topic, 1.0) != page_ranking(data, topic, 0.0)
 
 
-def test_a_documents_markup_is_shown_as_text(opened, report):
+def test_a_documents_markup_is_shown_as_text(browser, pipeline, texts, tmp_path):
+    # Every document listed under every topic: the one with markup is shown
+    # whatever the fit.
+    report = TopicReport(
+        pipeline, texts, n_words=8, n_documents=len(texts), snippet_length=60
+    )
+    path = tmp_path / "report.html"
+    report.save(path)
+    browser.errors.clear()
+    browser.open(path)
     topic = next(
         index
         for index, entry in enumerate(report.data["topics"])
         if 0 in [row for row, _ in entry["documents"]]
     )
-    opened.click(f'#topics tbody tr[data-topic="{topic}"]')
-    text = opened.evaluate(
+    browser.click(f'#topics tbody tr[data-topic="{topic}"]')
+    text = browser.evaluate(
         "document.querySelector('#documents li[data-document=\"0\"]').textContent"
     )
     assert "<script>window.injected = true</script>" in text
-    assert opened.evaluate("window.injected === undefined")
+    assert browser.evaluate("window.injected === undefined")
+    assert browser.errors == []
 
 
 def test_the_timeline_draws_every_topic_and_the_alarms(
