@@ -42,9 +42,10 @@ def interrupts_deferred():
 class _DeferredInterrupts:
     """The context of :func:`interrupts_deferred`.
 
-    It runs around every update, twice, so it calls the C functions of
-    :mod:`signal` directly: the module's own wrappers convert each handler
-    to an enumeration member, which cost more than the rest of the context.
+    Every update enters it twice (its transaction's begin and commit), so
+    it calls the C functions behind :mod:`signal` directly: the module's own
+    wrappers convert each handler to an enumeration member, which cost more
+    than the rest of the context.
     """
 
     def __enter__(self):
