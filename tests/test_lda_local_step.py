@@ -129,6 +129,17 @@ def update_start(model, kernel, draw=7):
     return start
 
 
+def test_each_draw_of_a_fit_has_its_own_start_key():
+    model = SmoothedLDA(n_components=3, random_state=0).partial_fit(np.ones((4, 5)))
+    draws = range(-2000, 2001)
+    keys = [model._start_key(draw) for draw in draws]
+    assert len(set(keys)) == len(keys)
+    assert all(0 <= key < 2**64 for key in keys)
+    assert keys == [model._start_key(draw) for draw in draws]
+    other = SmoothedLDA(n_components=3, random_state=1).partial_fit(np.ones((4, 5)))
+    assert not set(keys) & {other._start_key(draw) for draw in draws}
+
+
 def update_statistic(model, X, draw=7):
     """sum_d n_dw phi_dwk of the update numbered ``draw``, as a K x V array."""
     statistic = model._local_statistic(model._prepare_minibatch(X), draw=draw)

@@ -27,6 +27,7 @@ from sklearn_svi._store import (
     SMALLEST_SCALE,
     LocalStore,
     NaturalStore,
+    compiled_prior,
     raise_to_prior,
 )
 from sklearn_svi._transaction import UndoLog, transaction
@@ -192,6 +193,17 @@ def pair_of_window(length, mechanisms=()):
 @pytest.fixture(params=[1, 3], ids=["L=1", "L=3"])
 def pair(request):
     return pair_of_window(request.param)
+
+
+def test_a_scalar_prior_is_read_as_a_read_only_column_of_its_value():
+    for prior, shape, dtype in [(0.01, (7, 3), np.float64), (0.5, (4, 2), np.float32)]:
+        compiled = compiled_prior(prior, shape, dtype)
+        assert compiled.shape == (shape[0], 1) and compiled.dtype == dtype
+        assert_array_equal(compiled, np.full((shape[0], 1), prior, dtype=dtype))
+        assert not compiled.flags.writeable
+        assert compiled_prior(np.asarray(prior), shape, dtype).shape == (shape[0], 1)
+    # The same shape and type with another value.
+    assert_array_equal(compiled_prior(0.02, (7, 3), np.float64), 0.02)
 
 
 def test_both_stores_follow_the_protocol(pair):
