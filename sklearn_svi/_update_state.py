@@ -87,8 +87,9 @@ class UpdateState:
 
         In a transaction its state is recorded the first time it is asked
         for, before anything is drawn, so that :meth:`rollback` puts it
-        back; an update that draws nothing (most do not) does not pay for
-        the record, which costs more than the rest of :meth:`begin`.
+        back. An update that draws nothing (every update of plain SVI and of
+        the filter after the first) skips the record, a copy of the
+        generator's 624 words that took about 30 microseconds.
         """
         saved = vars(self).get("_saved")
         if saved is not None and saved[1] is None:

@@ -252,8 +252,8 @@ class _OnlineLDA(
         seed, the draw's number of steps away (negative draws numbered
         apart). The step is odd, so distinct draws get distinct keys, and
         the kernel mixes each key before it reads a document's stream from
-        it. NumPy's ``SeedSequence`` did the same at a twentieth of a
-        short-text update.
+        it. NumPy's ``SeedSequence`` did the same at about 6% of the cost of
+        a pass over short texts.
         """
         number = 2 * abs(draw) + (draw < 0)
         return (self._start_seed + START_KEY_STEP * (number + 1)) % 2**64
