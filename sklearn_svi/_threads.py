@@ -185,18 +185,33 @@ def thread_pool(n_jobs):
     """
     n_threads = thread_count(n_jobs)
     if n_threads <= 1:
-        token = _active_workers.set(SERIAL)
-        try:
+        with _active(SERIAL):
             yield
-        finally:
-            _active_workers.reset(token)
         return
     with ThreadPoolExecutor(n_threads - 1) as executor:
-        token = _active_workers.set(Workers(n_threads, executor))
+        with _active(Workers(n_threads, executor)):
+            yield
+
+
+@contextmanager
+def _active(workers):
+    """Make ``workers`` the active pool for the body, and the one active
+    before it again afterwards.
+
+    A Ctrl-C is raised between two bytecodes, so it may land in a
+    ``finally`` before the pool is set back; the outer ``finally`` then sets
+    it back once the interrupt is on its way. Otherwise a pool that its
+    ``thread_pool`` has shut down would stay active for every later call.
+    """
+    previous = _active_workers.get()
+    try:
         try:
+            _active_workers.set(workers)
             yield
         finally:
-            _active_workers.reset(token)
+            _active_workers.set(previous)
+    finally:
+        _active_workers.set(previous)
 
 
 def n_threads():

@@ -7,6 +7,7 @@ import time
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _interrupts import InjectedInterrupt, interrupted_at
 from joblib import Parallel, delayed, effective_n_jobs
 from numpy.testing import assert_array_equal
 
@@ -95,6 +96,37 @@ def test_pool_is_active_inside_its_context_only():
         with thread_pool(1):
             assert n_threads() == 1
         assert n_threads() == 2
+    assert n_threads() == 1
+
+
+# An interrupt that lands in a garbage collector's finalizer is reported as
+# unraisable and dropped; that is Python's doing, not the pool's.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+@pytest.mark.parametrize("outer_threads", [1, 2])
+def test_an_interrupt_at_any_bytecode_of_a_pool_leaves_the_one_before_it_active(
+    outer_threads, python_sigint_handler
+):
+    # Were the pool left active after its context had shut it down, every
+    # later call that shares rows would fail.
+    def enter_pool_and_share():
+        with thread_pool(2):
+            run_calls(abs, [(-1,), (-2,)])
+
+    with thread_pool(outer_threads):
+        with interrupted_at(float("inf")) as counter:
+            enter_pool_and_share()
+        n_interrupted = 0
+        for moment in range(1, counter.count + 1):
+            try:
+                with interrupted_at(moment):
+                    enter_pool_and_share()
+            except InjectedInterrupt:
+                n_interrupted += 1
+            assert n_threads() == outer_threads
+            assert run_calls(abs, [(-1,), (-2,)]) == [1, 2]
+    # Python reports and drops an interrupt that lands in a finalizer run by
+    # the garbage collector; the others reach the caller.
+    assert n_interrupted > counter.count // 2
     assert n_threads() == 1
 
 
