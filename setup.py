@@ -5,18 +5,22 @@ The LDA kernel is built from the same source for any processor
 instructions (``lda._fast_avx2``) and with AVX-512 (``lda._fast_avx512``);
 the package uses the most capable one the processor runs.
 ``_update_fast`` holds the row operations of the shared online update.
+The compiled passes are shared by the threads of an OpenMP team when the
+compiler supports OpenMP, and run on the calling thread otherwise.
 """
 
 import os
 import platform
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.errors import CompileError, LinkError
 
 UNIX_LIKE = sys.platform != "win32"
 X86_64 = platform.machine().lower() in {"x86_64", "amd64"}
@@ -39,6 +43,30 @@ def compiled_extension(name, extra_flags=(), depends=()):
         else [],
         depends=list(depends),
     )
+
+
+def openmp_flags(compiler):
+    """The flags with which ``compiler`` compiles and links OpenMP code, or
+    two empty lists when it does not (Apple's Clang without libomp, for
+    one): Cython's parallel loops then run on the calling thread."""
+    if compiler.compiler_type == "msvc":
+        compile_flags, link_flags = ["/openmp"], []
+    else:
+        compile_flags = link_flags = ["-fopenmp"]
+    program = "#include <omp.h>\nint main(void) { return omp_get_max_threads() < 1; }\n"
+    with tempfile.TemporaryDirectory() as folder:
+        source = Path(folder) / "openmp_check.c"
+        source.write_text(program)
+        try:
+            objects = compiler.compile(
+                [str(source)], output_dir=folder, extra_postargs=compile_flags
+            )
+            compiler.link_executable(
+                objects, "openmp_check", output_dir=folder, extra_postargs=link_flags
+            )
+        except (CompileError, LinkError):
+            return [], []
+    return compile_flags, link_flags
 
 
 LDA_KERNEL = sorted(
@@ -72,6 +100,13 @@ class ParallelBuildExt(build_ext):
         super().finalize_options()
         if self.parallel is None:
             self.parallel = os.cpu_count() or 1
+
+    def build_extensions(self):
+        compile_flags, link_flags = openmp_flags(self.compiler)
+        for ext in self.extensions:
+            ext.extra_compile_args += compile_flags
+            ext.extra_link_args += link_flags
+        super().build_extensions()
 
     def build_extension(self, ext):
         # An editable install leaves each module in the source tree. When

@@ -17,7 +17,11 @@ outside it. The script prints, for each setting and pass:
 - Amdahl's projection to 16 threads from the second, 1 / (s + (1 - s) / 16),
   when two threads are faster than one at all;
 - the machine's own ceiling for work bound by memory: the bandwidth of a
-  large copy on one thread and on two.
+  large copy on one thread and on two;
+- the cost of handing work to a second thread: a compiled pass over a few
+  hundred rows of lambda (``scaled_rows_of``, the read of the minibatch's
+  rows) on one thread, on an OpenMP team of two, as the update runs it, and
+  in two halves on the package's pool of two Python threads.
 
 Run ``python benchmarks/bench_threads.py NewsArticles`` (or
 ``healthtweets``, or a text file with ``--column``), ``--n-components`` and
@@ -33,6 +37,8 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from sklearn_svi import SmoothedLDA
+from sklearn_svi._threads import run_calls, thread_pool
+from sklearn_svi._update_fast import scaled_rows_of
 
 from _common import corpus_parser
 from corpus import corpus_name, load_corpus
@@ -44,6 +50,10 @@ RESULTS_DIRECTORY = Path(__file__).resolve().parent / "results"
 # The bytes of each array of the copy that measures memory bandwidth: far
 # more than the processor's caches hold.
 COPY_BYTES = 64 * 2**20
+
+# The rows and topics of the pass that times a hand-over: the words of a
+# minibatch of short texts at K = 100.
+HAND_OVER_SHAPE = (600, 100)
 
 
 class LocalStepSeconds(logging.Handler):
@@ -116,6 +126,41 @@ def copy_bandwidth(n_threads, repeats=10):
     return 2 * COPY_BYTES * n_threads / best
 
 
+def hand_over_seconds(repeats=400):
+    """Median wall seconds of a pass over ``HAND_OVER_SHAPE`` rows of lambda
+    (``scaled_rows_of``) on one thread, on an OpenMP team of two, and in two
+    halves on the pool of two Python threads."""
+    rng = np.random.default_rng(0)
+    n_rows, n_topics = HAND_OVER_SHAPE
+    stored = rng.random((10 * n_rows, n_topics))
+    rows = np.sort(rng.choice(len(stored), n_rows, replace=False))
+    prior = np.full((len(stored), 1), 0.01)
+    out = np.empty((n_rows, n_topics))
+    halves = [slice(0, n_rows // 2), slice(n_rows // 2, n_rows)]
+
+    def on_team(n_threads):
+        scaled_rows_of(stored, rows, prior, 0.9, out, None, n_threads)
+
+    def on_pool():
+        run_calls(
+            scaled_rows_of,
+            [(stored, rows[half], prior, 0.9, out[half]) for half in halves],
+        )
+
+    timings = {"one thread": [], "team of two": [], "pool of two": []}
+    with thread_pool(2):
+        for _ in range(repeats):
+            for name, run in (
+                ("one thread", lambda: on_team(1)),
+                ("team of two", lambda: on_team(2)),
+                ("pool of two", on_pool),
+            ):
+                started = time.perf_counter()
+                run()
+                timings[name].append(time.perf_counter() - started)
+    return {name: float(np.median(seconds)) for name, seconds in timings.items()}
+
+
 def main():
     parser = corpus_parser(__doc__)
     parser.add_argument("--batch-size", type=int, default=256)
@@ -177,6 +222,14 @@ def main():
         f"on one thread and {two_copies / 1e9:.1f} GB/s on two "
         f"({two_copies / one_copy:.2f} times): the most two threads gain on work "
         "bound by memory."
+    )
+    hand_over = hand_over_seconds()
+    lines.append(
+        f"A pass over {HAND_OVER_SHAPE[0]} rows of {HAND_OVER_SHAPE[1]} values "
+        f"took {hand_over['one thread'] * 1e6:.0f} microseconds on one thread, "
+        f"{hand_over['team of two'] * 1e6:.0f} on an OpenMP team of two and "
+        f"{hand_over['pool of two'] * 1e6:.0f} in two halves on the pool of two "
+        "Python threads (medians): the cost of a hand-over."
     )
     name = corpus_name(args.corpus)
     write_results(

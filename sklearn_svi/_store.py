@@ -25,7 +25,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from ._threads import fixed_blocks, map_rows, run_calls, sum_rows
+from ._threads import fixed_block_rows, map_rows, sum_rows, team_size
 from ._transaction import UndoLog, spare_like
 from ._update_fast import add_to_rows, scaled_rows_of, step_toward_target
 
@@ -113,12 +113,14 @@ class StoredRows:
         if scale == 1.0 and column_factors is None:
             return self.array[rows]
         out = np.empty((len(rows), self.array.shape[1]), dtype=self.array.dtype)
-        map_rows(
-            lambda span: scaled_rows_of(
-                self.array, rows[span], prior, scale, out[span], column_factors
-            ),
-            len(rows),
-            out.shape[1],
+        scaled_rows_of(
+            self.array,
+            rows,
+            prior,
+            scale,
+            out,
+            column_factors,
+            team_size(len(rows), out.shape[1]),
         )
         return out
 
@@ -135,21 +137,22 @@ class StoredRows:
         the rows of what was added, in float64, and whether every new value
         is finite.
 
-        The threads write the rows in blocks (:func:`fixed_blocks`), each
-        with an undo record of its own; the blocks, and so the sums, added
-        block by block in order, do not depend on the number of threads.
+        The threads of a team write the rows in blocks
+        (:func:`fixed_block_rows`) and sum them block by block, in order:
+        the sums do not depend on the number of threads.
         """
-        calls = []
-        for span in fixed_blocks(len(total.rows), self.array.shape[1]):
-            rows = total.rows[span]
-            saved, done = self._undo.staged_rows(self.array, rows)
-            calls.append((self.array, rows, total.block[span], factor, saved, done))
-        results = run_calls(add_to_rows, calls)
-        added = sum(
-            (block_added for block_added, _ in results),
-            np.zeros(self.array.shape[1]),
+        n_rows, row_size = len(total.rows), self.array.shape[1]
+        saved, done = self._undo.staged_rows(self.array, total.rows)
+        return add_to_rows(
+            self.array,
+            total.rows,
+            total.block,
+            factor,
+            saved,
+            done,
+            fixed_block_rows(row_size),
+            team_size(n_rows, row_size),
         )
-        return added, all(block_finite for _, block_finite in results)
 
     def step_toward(self, target, rho):
         """rows <- (1 - rho) rows + rho lambda^ with lambda^ the

@@ -4,8 +4,11 @@ The compiled kernels release the GIL, and so do NumPy's operations on large
 arrays, so a minibatch's work splits into chunks that run on a thread pool.
 A public method opens the pool once, with :func:`thread_pool`, for as long as
 it runs; the code below it asks for row-wise work with :func:`map_rows`,
-:func:`sum_rows`, :func:`row_blocks`, :func:`fixed_blocks` and
-:func:`run_calls`, and never handles the pool itself. Every value is
+:func:`sum_rows`, :func:`row_blocks` and :func:`run_calls`, and never handles
+the pool itself. The compiled passes of the update that take a number of
+threads share their work on an OpenMP team of :func:`team_size` threads
+instead, as many as the pool's: a team's hand-over costs microseconds, the
+pool's a wake-up of a thread and two passes of the GIL. Every value is
 computed the same way whichever thread computes it, so the results do not
 depend on the number of threads.
 """
@@ -31,10 +34,14 @@ BLOCKS_PER_THREAD = 4
 # best everywhere.
 MIN_BLOCK_ENTRIES = 1 << 16
 
-# The entries of a block of ``fixed_blocks``, in units of
-# ``MIN_BLOCK_ENTRIES``: each block costs a call and, for a write, an undo
-# record, on a single thread too.
+# The entries of a block of ``fixed_block_rows``, in units of
+# ``MIN_BLOCK_ENTRIES``.
 FIXED_BLOCK_FACTOR = 4
+
+# The fewest entries of a compiled pass that its OpenMP team shares: the
+# team's threads wait for work spinning before they sleep, so a hand-over
+# costs microseconds.
+MIN_TEAM_ENTRIES = 1 << 12
 
 # Rows of each block of ``sum_rows``.
 SUM_BLOCK_ROWS = 4096
@@ -275,11 +282,27 @@ def sum_rows(function, n_rows, block_rows=SUM_BLOCK_ROWS):
     return sum(run_calls(function, [(span,) for span in spans]))
 
 
-def fixed_blocks(n_rows, row_size):
-    """Consecutive slices of ``range(n_rows)`` of at least
-    ``FIXED_BLOCK_FACTOR * MIN_BLOCK_ENTRIES`` entries (the last one may
-    have fewer), the same whatever the number of threads: for row work whose
-    result must not depend on it.
+def fixed_block_rows(row_size):
+    """The rows of the blocks of row work whose result must not depend on
+    the number of threads: the fewest that hold ``FIXED_BLOCK_FACTOR *
+    MIN_BLOCK_ENTRIES`` entries, the same whatever the number of threads.
+
+    Parameters
+    ----------
+    row_size : int
+        Number of entries of a row.
+
+    Returns
+    -------
+    block_rows : int
+    """
+    return -(-FIXED_BLOCK_FACTOR * MIN_BLOCK_ENTRIES // row_size)
+
+
+def team_size(n_rows, row_size):
+    """The threads of the OpenMP team of a compiled pass over ``n_rows``
+    rows of ``row_size`` entries: the active pool's number of threads, or 1
+    for a pass of fewer than ``MIN_TEAM_ENTRIES`` entries.
 
     Parameters
     ----------
@@ -290,10 +313,9 @@ def fixed_blocks(n_rows, row_size):
 
     Returns
     -------
-    blocks : list of slice
+    n_threads : int
     """
-    block_entries = FIXED_BLOCK_FACTOR * MIN_BLOCK_ENTRIES
-    return _consecutive_slices(n_rows, -(-block_entries // row_size))
+    return n_threads() if n_rows * row_size >= MIN_TEAM_ENTRIES else 1
 
 
 def _consecutive_slices(n_rows, block_rows):

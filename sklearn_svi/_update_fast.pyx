@@ -7,10 +7,12 @@ moments the rows of the minibatch. NumPy needs a temporary array and a pass over
 arithmetic operation (for lambda^, for the convex combination, for the
 differences, and a gather, an addition and a scatter for each sum over some
 rows); these loops make one pass without the GIL and never form lambda^, so
-the threads of :mod:`sklearn_svi._threads` run them on disjoint row blocks.
+the threads of :mod:`sklearn_svi._threads` run them on disjoint row blocks,
+or, for the passes that take ``n_threads``, the threads of an OpenMP team.
 """
 
 from cython cimport floating
+from cython.parallel cimport prange
 
 import numpy as np
 
@@ -398,6 +400,7 @@ def scaled_rows_of(
     double scale,
     floating[:, ::1] out,
     const double[::1] column_factors=None,
+    Py_ssize_t n_threads=1,
 ):
     """out = eta + c (stored - eta) on ``rows``: lambda's rows, kept scaled;
     with ``column_factors``, each value times its column's factor.
@@ -419,6 +422,8 @@ def scaled_rows_of(
         writing lambda's rows out first.
     column_factors : ndarray of shape (n_components,) or None, default=None
         The factor of each column.
+    n_threads : int, default=1
+        The threads of the OpenMP team that share the rows.
     """
     cdef Py_ssize_t n_components = stored.shape[1]
     cdef bint scaled = scale != 1.0
@@ -429,7 +434,7 @@ def scaled_rows_of(
     cdef const floating* eta
     cdef floating* out_row
     with nogil:
-        for j in range(rows.shape[0]):
+        for j in prange(rows.shape[0], num_threads=n_threads, schedule="static"):
             i = rows[j]
             out_row = &out[j, 0]
             if not scaled:
@@ -455,6 +460,8 @@ def add_to_rows(
     double factor,
     floating[:, ::1] saved,
     Py_ssize_t[::1] done,
+    Py_ssize_t block_rows,
+    Py_ssize_t n_threads=1,
 ):
     """stored[rows] += factor block, in place, keeping the old rows.
 
@@ -463,9 +470,14 @@ def add_to_rows(
     rho (lambda^ - eta) / c_t to the rows listed. The old rows go to
     ``saved``, an undo record made before the call
     (:meth:`~sklearn_svi._transaction.UndoLog.staged_rows`), and ``done``
-    is set once they are all there: the loop runs without returning to the
-    interpreter, so no Ctrl-C is handled between its first write and that
-    mark.
+    is set once they are all there: the call does not return to the
+    interpreter in between, so no Ctrl-C is handled between its first write
+    and that mark.
+
+    The rows are written in consecutive blocks of ``block_rows``, which the
+    threads of an OpenMP team share; each block sums what it adds, and the
+    blocks' sums are added in order, so that the sums do not depend on the
+    number of threads.
 
     Parameters
     ----------
@@ -481,6 +493,10 @@ def add_to_rows(
         Output: the rows as they were.
     done : ndarray of shape (1,)
         Output: set to 1 when the rows are written and saved.
+    block_rows : int
+        The rows of a block.
+    n_threads : int, default=1
+        The threads of the team.
 
     Returns
     -------
@@ -490,32 +506,34 @@ def add_to_rows(
         Whether every new value is finite.
     """
     cdef Py_ssize_t n_components = stored.shape[1]
-    cdef Py_ssize_t j, k
+    cdef Py_ssize_t n_blocks = (rows.shape[0] + block_rows - 1) // block_rows
+    cdef Py_ssize_t b, j, k
     cdef floating f = <floating> factor
     cdef floating increment
     cdef floating* row
     cdef floating* old_row
     cdef const floating* added_row
-    cdef bint finite = True
-    added = np.zeros(n_components, dtype=np.float64)
-    # x - x is 0 for a finite x and NaN otherwise, and NaN stays NaN; one
-    # probe per column, so that the loop over the columns has no chain of
-    # additions from one column to the next.
-    probes = np.zeros(n_components, dtype=np.float64)
-    cdef double[::1] sums = added
-    cdef double[::1] probe = probes
+    cdef double* sums
+    cdef double* probe
+    # Per block, the sums of what it adds and, x - x being 0 for a finite x
+    # and NaN otherwise, one probe per column, so that the loop over the
+    # columns has no chain of additions from one column to the next.
+    block_totals = np.zeros((max(n_blocks, 1), 2, n_components), dtype=np.float64)
+    cdef double[:, :, ::1] totals = block_totals
     with nogil:
-        for j in range(rows.shape[0]):
-            row = &stored[rows[j], 0]
-            old_row = &saved[j, 0]
-            added_row = &block[j, 0]
-            for k in range(n_components):
-                old_row[k] = row[k]
-                increment = f * added_row[k]
-                row[k] = row[k] + increment
-                sums[k] += increment
-                probe[k] += row[k] - row[k]
-        for k in range(n_components):
-            finite = finite and probe[k] == 0.0
+        for b in prange(n_blocks, num_threads=n_threads, schedule="dynamic"):
+            sums = &totals[b, 0, 0]
+            probe = &totals[b, 1, 0]
+            for j in range(b * block_rows, min((b + 1) * block_rows, rows.shape[0])):
+                row = &stored[rows[j], 0]
+                old_row = &saved[j, 0]
+                added_row = &block[j, 0]
+                for k in range(n_components):
+                    old_row[k] = row[k]
+                    increment = f * added_row[k]
+                    row[k] = row[k] + increment
+                    sums[k] += increment
+                    probe[k] += row[k] - row[k]
         done[0] = 1
-    return added, finite
+    in_order = block_totals.cumsum(axis=0)[-1]
+    return in_order[0], bool(np.all(in_order[1] == 0.0))

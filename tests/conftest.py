@@ -9,7 +9,6 @@ os.environ.setdefault("SCIPY_ARRAY_API", "1")
 import pytest  # noqa: E402
 
 from sklearn_svi import _threads, make_lda_corpus  # noqa: E402
-from sklearn_svi.lda import _local_step  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -52,6 +51,6 @@ def python_sigint_handler():
 def all_work_shared(monkeypatch):
     """Every job that the threads may share is shared however small, as a
     large model's and minibatch's are: the row jobs in blocks of a few
-    entries, the documents of every minibatch."""
+    entries, the compiled passes on a team however few their entries."""
     monkeypatch.setattr(_threads, "MIN_BLOCK_ENTRIES", 1)
-    monkeypatch.setattr(_local_step, "MIN_SHARED_TOKENS", 1)
+    monkeypatch.setattr(_threads, "MIN_TEAM_ENTRIES", 1)

@@ -392,31 +392,27 @@ def test_sparse_responsibilities_do_not_depend_on_n_jobs(all_work_shared):
     assert_array_equal(fits[0].components_, fits[1].components_)
 
 
-def test_the_threads_share_the_documents_of_large_minibatches_only(
+def test_the_documents_of_every_minibatch_go_to_a_team_of_n_jobs_threads(
     planted_corpus, monkeypatch
 ):
     local_step = sklearn_svi.lda._local_step
-    calls = []
-    run_calls = local_step.run_calls
+    kernel = local_step._kernel
+    teams = []
 
-    def recorded(function, argument_lists, shared=True):
-        argument_lists = list(argument_lists)
-        if function is local_step._kernel.infer_documents:
-            calls.append(len(argument_lists))
-        return run_calls(function, argument_lists, shared)
+    class RecordingKernel:
+        def __getattr__(self, name):
+            return getattr(kernel, name)
 
-    monkeypatch.setattr(local_step, "run_calls", recorded)
+        def infer_documents(self, *arguments):
+            teams.append(arguments[-1])
+            return kernel.infer_documents(*arguments)
+
+    monkeypatch.setattr(local_step, "_kernel", RecordingKernel())
     X = planted_corpus[0]
-    lengths = np.asarray(X.sum(axis=1)).ravel()
-    small, large = 20, 128
-    assert lengths[:small].sum() < local_step.MIN_SHARED_TOKENS
-    assert lengths[:large].sum() >= local_step.MIN_SHARED_TOKENS
-    for batch_size, n_calls in ((small, 1), (large, 2)):
-        calls.clear()
-        SmoothedLDA(n_components=4, batch_size=batch_size, n_jobs=2).partial_fit(
-            X[:batch_size]
-        )
-        assert calls == [n_calls]
+    for n_jobs in (1, 2):
+        teams.clear()
+        SmoothedLDA(n_components=4, batch_size=5, n_jobs=n_jobs).partial_fit(X[:20])
+        assert teams == [n_jobs] * 4
 
 
 def test_sampled_step_samples_in_the_updates_only(planted_corpus):

@@ -18,18 +18,22 @@ from sklearn_svi._threads import (
     BLOCKS_PER_THREAD,
     FIXED_BLOCK_FACTOR,
     MIN_BLOCK_ENTRIES,
+    MIN_TEAM_ENTRIES,
     Workers,
-    fixed_blocks,
+    fixed_block_rows,
     map_rows,
     n_threads,
     run_calls,
     sum_rows,
+    team_size,
     thread_count,
     thread_pool,
 )
 from sklearn_svi._update_fast import (
+    add_to_rows,
     observe_difference,
     replace_rows,
+    scaled_rows_of,
     step_toward_target,
 )
 
@@ -187,20 +191,88 @@ def test_row_blocks_share_only_work_worth_a_hand_over(n_threads):
     assert len(many) == BLOCKS_PER_THREAD * n_threads
 
 
-@pytest.mark.parametrize("n_rows", [0, 1, 5, 1000])
-@pytest.mark.parametrize("row_size", [1, 100, MIN_BLOCK_ENTRIES])
-def test_fixed_blocks_cover_the_rows_in_blocks_of_a_fixed_size(n_rows, row_size):
-    """Consecutive blocks of at least FIXED_BLOCK_FACTOR * MIN_BLOCK_ENTRIES
-    entries but the last, whose rows are fewer than a whole block's."""
-    blocks = fixed_blocks(n_rows, row_size)
-    covered = [row for block in blocks for row in range(n_rows)[block]]
-    assert covered == list(range(n_rows))
-    sizes = [block.stop - block.start for block in blocks]
-    assert all(
-        size * row_size >= FIXED_BLOCK_FACTOR * MIN_BLOCK_ENTRIES for size in sizes[:-1]
+@pytest.mark.parametrize("row_size", [1, 7, 100, MIN_BLOCK_ENTRIES, 10**6])
+def test_fixed_blocks_are_the_fewest_rows_of_a_fixed_number_of_entries(row_size):
+    block_rows = fixed_block_rows(row_size)
+    entries = FIXED_BLOCK_FACTOR * MIN_BLOCK_ENTRIES
+    assert block_rows * row_size >= entries
+    assert block_rows == 1 or (block_rows - 1) * row_size < entries
+
+
+def test_a_team_has_the_pools_threads_for_enough_entries_only():
+    for n_jobs, expected in ((1, 1), (2, 2), (3, 3)):
+        with thread_pool(n_jobs):
+            assert team_size(MIN_TEAM_ENTRIES, 1) == expected
+            assert team_size(1, MIN_TEAM_ENTRIES) == expected
+            assert team_size(MIN_TEAM_ENTRIES - 1, 1) == 1
+            assert team_size(0, 10) == 1
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("block_rows", [1, 3, 50])
+def test_adding_to_rows_does_not_depend_on_the_team(dtype, block_rows):
+    """stored[rows] += factor block on any team: the same rows, old rows
+    and sums, to the last bit, as NumPy's rows and as one thread's sums."""
+    rng = np.random.default_rng(0)
+    initial = rng.random((60, 9)).astype(dtype)
+    rows = np.sort(rng.choice(60, size=23, replace=False)).astype(np.intp)
+    block = rng.random((23, 9)).astype(dtype)
+    results = []
+    for n_threads_of_team in (1, 2, 3):
+        stored = initial.copy()
+        saved = np.empty_like(block)
+        done = np.zeros(1, dtype=np.intp)
+        added, finite = add_to_rows(
+            stored, rows, block, 0.5, saved, done, block_rows, n_threads_of_team
+        )
+        assert done[0] == 1 and finite
+        assert_array_equal(saved, initial[rows])
+        expected = initial.copy()
+        expected[rows] += dtype(0.5) * block
+        assert_array_equal(stored, expected)
+        results.append(added)
+    for added in results[1:]:
+        assert_array_equal(added, results[0])
+    np.testing.assert_allclose(results[0], 0.5 * block.sum(axis=0), rtol=1e-5)
+
+
+def test_adding_a_non_finite_value_is_reported_from_any_block():
+    stored = np.ones((10, 3))
+    block = np.ones((4, 3))
+    block[3, 1] = np.inf
+    rows = np.array([1, 4, 6, 9], dtype=np.intp)
+    for n_threads_of_team in (1, 2):
+        _, finite = add_to_rows(
+            stored.copy(),
+            rows,
+            block,
+            1.0,
+            np.empty_like(block),
+            np.zeros(1, dtype=np.intp),
+            1,
+            n_threads_of_team,
+        )
+        assert not finite
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_reading_scaled_rows_does_not_depend_on_the_team(dtype):
+    rng = np.random.default_rng(1)
+    stored = rng.random((50, 7)).astype(dtype)
+    prior = np.full((50, 1), 0.1, dtype=dtype)
+    rows = rng.permutation(50)[:31].astype(np.intp)
+    factors = rng.random(7)
+    outputs = []
+    for n_threads_of_team in (1, 2, 3):
+        out = np.empty((31, 7), dtype=dtype)
+        scaled_rows_of(stored, rows, prior, 0.7, out, factors, n_threads_of_team)
+        outputs.append(out)
+    expected = ((0.1 + dtype(0.7) * (stored[rows] - dtype(0.1))) * factors).astype(
+        dtype
     )
-    assert all(size == sizes[0] for size in sizes[:-1])
-    assert not sizes or 0 < sizes[-1] <= sizes[0]
+    np.testing.assert_allclose(outputs[0], expected, rtol=1e-6)
+    for out in outputs[1:]:
+        assert_array_equal(out, outputs[0])
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -7,6 +7,7 @@
 # driver that runs any of them on the documents a thread claims.
 
 from cython cimport floating
+from cython.parallel cimport parallel, prange
 from libc.float cimport DBL_EPSILON, FLT_EPSILON
 from libc.stdint cimport int32_t, int64_t
 from libc.math cimport cos, fabs, log, sin, sqrt

@@ -1,6 +1,6 @@
-# The one driver of the local step: threads claim documents one at a time,
-# and each document is fitted by the mean-field or the collapsed fixed point,
-# or by collapsed Gibbs sweeps.
+# The one driver of the local step: the threads of an OpenMP team claim
+# documents one at a time, and each document is fitted by the mean-field or
+# the collapsed fixed point, or by collapsed Gibbs sweeps.
 
 
 def infer_documents(
@@ -30,15 +30,18 @@ def infer_documents(
     double start_spread,
     unsigned long long start_key,
     const Py_ssize_t[::1] order,
-    Py_ssize_t[::1] next_document,
+    Py_ssize_t n_threads,
 ):
     """Run the local step for documents taken one at a time.
 
-    Every thread of a minibatch calls this function with the same arguments:
-    each claims the next document of ``order`` not yet taken by atomically
-    incrementing ``next_document[0]``, until all are done. A slow thread thus
-    takes fewer documents, and a document's result does not depend on which
-    thread computes it.
+    The ``n_threads`` threads of an OpenMP team, the calling one among them,
+    each claim the next document of ``order`` not yet taken by atomically
+    incrementing a shared counter, until all are done (``_infer_claimed``).
+    A slow thread thus takes fewer documents, and a document's result does
+    not depend on which thread computes it. A team's threads wait for work
+    spinning for a while before they sleep, so that handing documents to
+    them costs microseconds, where a Python thread pool's hand-over costs a
+    wake-up and two passes of the GIL.
 
     The mean-field step iterates gamma_d to its fixed point (Hoffman et al.
     2013, Fig. 6). The collapsed (CVB0) step gives each word w of document d
@@ -138,14 +141,98 @@ def infer_documents(
         The key of the documents' streams, in [0, 2**64).
     order : ndarray of shape (n_documents,)
         The order in which the documents are taken.
-    next_document : ndarray of shape (1,)
-        The shared counter of claimed documents, 0 before the first call.
+    n_threads : int
+        The threads of the team; 1 runs every document on the calling
+        thread.
 
     Returns
     -------
     n_iter : int
-        Total number of fixed-point iterations (sweeps) over the documents
-        this call processed.
+        Total number of fixed-point iterations (sweeps) over the documents.
+    """
+    cdef Py_ssize_t member
+    next_document_array = np.zeros(1, dtype=np.intp)
+    iterations_array = np.zeros(max(n_threads, 1), dtype=np.intp)
+    cdef Py_ssize_t[::1] next_document = next_document_array
+    cdef Py_ssize_t[::1] iterations = iterations_array
+    if sample_below > 0.0 and draw_tables.shape[0] != word_topic.shape[0]:
+        raise ValueError("The sampled step needs the draw tables of every word.")
+    with nogil:
+        for member in prange(
+            iterations.shape[0], num_threads=iterations.shape[0], schedule="static"
+        ):
+            iterations[member] = _infer_claimed(
+                collapsed,
+                sample_below,
+                sampled_sweeps,
+                word_topic,
+                words,
+                indptr,
+                indices,
+                counts,
+                doc_topic,
+                exp_doc_topic,
+                count_ratio,
+                responsibility,
+                sampled_counts,
+                draw_tables,
+                slot_offset,
+                value_offset,
+                slot_topics,
+                slot_values,
+                smoothing_share,
+                doc_topic_prior,
+                max_iter,
+                mean_change_tol,
+                doubling_length,
+                start_spread,
+                start_key,
+                order,
+                next_document,
+            )
+    if iterations_array.min() < 0:
+        raise MemoryError()
+    return int(iterations_array.sum())
+
+
+cdef Py_ssize_t _infer_claimed(
+    bint collapsed,
+    double sample_below,
+    Py_ssize_t sampled_sweeps,
+    const floating[:, ::1] word_topic,
+    const Py_ssize_t[::1] words,
+    const Py_ssize_t[::1] indptr,
+    const Py_ssize_t[::1] indices,
+    const floating[::1] counts,
+    floating[:, ::1] doc_topic,
+    floating[:, ::1] exp_doc_topic,
+    floating[::1] count_ratio,
+    floating[:, ::1] responsibility,
+    floating[:, ::1] sampled_counts,
+    const double[:, ::1] draw_tables,
+    const Py_ssize_t[::1] slot_offset,
+    const Py_ssize_t[::1] value_offset,
+    int[::1] slot_topics,
+    floating[::1] slot_values,
+    floating[::1] smoothing_share,
+    const floating[::1] doc_topic_prior,
+    Py_ssize_t max_iter,
+    double mean_change_tol,
+    double doubling_length,
+    double start_spread,
+    unsigned long long start_key,
+    const Py_ssize_t[::1] order,
+    Py_ssize_t[::1] next_document,
+) noexcept nogil:
+    """The local step of the documents that one thread claims from
+    ``next_document``, the counter the team shares (``infer_documents``,
+    whose arguments these are).
+
+    Returns
+    -------
+    n_iter : int
+        The fixed-point iterations (sweeps) over the documents it claimed,
+        or -1 if its buffers could not be allocated.
     """
     cdef Py_ssize_t n_topics = word_topic.shape[1]
     cdef Py_ssize_t lanes = (
@@ -185,8 +272,6 @@ def infer_documents(
     # Every step's.
     cdef floating* doc_counts
 
-    if sample_below > 0.0 and draw_tables.shape[0] != word_topic.shape[0]:
-        raise ValueError("The sampled step needs the draw tables of every word.")
     if collapsed:
         allocated = _allocate_collapsed(
             longest, n_topics, &phi, &topic_counts, &proposal, &previous_counts,
@@ -198,7 +283,7 @@ def infer_documents(
             &work, &block, &exp_theta, &topic_sum, &doc_counts, &ratio,
         )
     if not allocated:
-        raise MemoryError()
+        return -1
     if sample_below > 0.0:
         most_tokens = max(_most_tokens(indptr, counts, sample_below), 1)
         topics = <int*> malloc((most_tokens + 2 * n_topics) * sizeof(int))
@@ -208,99 +293,98 @@ def infer_documents(
             free(start)
             free(topics)
             free(word_buffers)
-            raise MemoryError()
+            return -1
         touched = topics + most_tokens
         slot_of = touched + n_topics
         for k in range(n_topics):
             slot_of[k] = -1
-    with nogil:
-        float_mode = _flush_subnormals()
-        while _claim_document(order, next_document, indptr, &d, &begin, &n_words):
-            if collapsed:
-                # A sampled document starts from the symmetric point: its
-                # draws break the tie themselves.
-                sampled = _document_length(counts, begin, n_words) < sample_below
-                n_slots = _n_slots(slot_offset, d) if sampled else 0
-                length = _start_document(
-                    counts, words, indices, begin, n_words, alpha, n_topics,
-                    0.0 if sampled else start_spread, start_key, doc_counts,
-                    start, &stream,
+    float_mode = _flush_subnormals()
+    while _claim_document(order, next_document, indptr, &d, &begin, &n_words):
+        if collapsed:
+            # A sampled document starts from the symmetric point: its
+            # draws break the tie themselves.
+            sampled = _document_length(counts, begin, n_words) < sample_below
+            n_slots = _n_slots(slot_offset, d) if sampled else 0
+            length = _start_document(
+                counts, words, indices, begin, n_words, alpha, n_topics,
+                0.0 if sampled else start_spread, start_key, doc_counts,
+                start, &stream,
+            )
+            if sampled:
+                n_touched = _sampled_chain(
+                    &word_topic[0, 0], &draw_tables[0, 0], n_blocks,
+                    &indices[begin], n_words, n_topics, doc_counts, alpha,
+                    length / n_topics, sampled_sweeps,
+                    n_slots if n_slots > 0 else n_topics, topics, phi,
+                    word_buffers, topic_counts, proposal, touched, slot_of,
+                    stream, &in_topic_order,
                 )
-                if sampled:
-                    n_touched = _sampled_chain(
-                        &word_topic[0, 0], &draw_tables[0, 0], n_blocks,
-                        &indices[begin], n_words, n_topics, doc_counts, alpha,
-                        length / n_topics, sampled_sweeps,
-                        n_slots if n_slots > 0 else n_topics, topics, phi,
-                        word_buffers, topic_counts, proposal, touched, slot_of,
-                        stream, &in_topic_order,
+                memcpy(previous_counts, topic_counts, n_topics * sizeof(double))
+                for i in range(n_touched):
+                    slot_of[touched[i]] = -1
+                n_iter += sampled_sweeps
+                if n_slots > 0:
+                    _write_sparse(
+                        begin, n_words, n_slots,
+                        sampled_sweeps - sampled_sweeps // 2, touched,
+                        n_touched, phi, word_buffers,
+                        &slot_topics[slot_offset[d]],
+                        &slot_values[value_offset[d]], &smoothing_share[0],
                     )
-                    memcpy(previous_counts, topic_counts, n_topics * sizeof(double))
-                    for i in range(n_touched):
-                        slot_of[touched[i]] = -1
-                    n_iter += sampled_sweeps
-                    if n_slots > 0:
-                        _write_sparse(
-                            begin, n_words, n_slots,
-                            sampled_sweeps - sampled_sweeps // 2, touched,
-                            n_touched, phi, word_buffers,
-                            &slot_topics[slot_offset[d]],
-                            &slot_values[value_offset[d]], &smoothing_share[0],
-                        )
-                    else:
-                        _expand_kept(
-                            &word_topic[0, 0], &indices[begin], n_words,
-                            n_topics, doc_counts, alpha,
-                            sampled_sweeps - sampled_sweeps // 2, touched,
-                            n_touched, in_topic_order, word_buffers, phi,
-                            topic_counts, proposal,
-                        )
                 else:
-                    _start_responsibilities(
-                        &word_topic[0, 0], &indices[begin], n_words, n_topics,
-                        doc_counts, start, phi, topic_counts, proposal,
-                    )
-                    n_iter += _collapsed_fixed_point(
-                        &word_topic[0, 0], &indices[begin], n_words, n_topics,
-                        doc_counts, alpha, phi, topic_counts, proposal,
-                        previous_counts,
-                        _sweep_limit(length, max_iter, doubling_length),
-                        mean_change_tol,
-                    )
-                _write_collapsed(
-                    d, begin, n_words, alpha, doc_counts, phi, topic_counts,
-                    n_topics, doc_topic, responsibility, n_slots == 0,
-                )
-                if sampled_counts.shape[0] > 0 and sampled:
-                    for k in range(n_topics):
-                        sampled_counts[d, k] = <floating> previous_counts[k]
-                elif sampled_counts.shape[0] > 0:
-                    _sample_topic_counts(
-                        phi, doc_counts, n_words, n_topics, stream,
-                        &sampled_counts[d, 0],
+                    _expand_kept(
+                        &word_topic[0, 0], &indices[begin], n_words,
+                        n_topics, doc_counts, alpha,
+                        sampled_sweeps - sampled_sweeps // 2, touched,
+                        n_touched, in_topic_order, word_buffers, phi,
+                        topic_counts, proposal,
                     )
             else:
-                n_rows = _round_up(n_words, SKLEARN_SVI_WORDS)
-                _gather_block(
-                    word_topic, indices, begin, n_words, n_rows, n_padded,
-                    block, doc_counts,
+                _start_responsibilities(
+                    &word_topic[0, 0], &indices[begin], n_words, n_topics,
+                    doc_counts, start, phi, topic_counts, proposal,
                 )
-                _start_document(
-                    counts, words, indices, begin, n_words, alpha, n_topics,
-                    start_spread, start_key, doc_counts, &doc_topic[d, 0],
-                    &stream,
+                n_iter += _collapsed_fixed_point(
+                    &word_topic[0, 0], &indices[begin], n_words, n_topics,
+                    doc_counts, alpha, phi, topic_counts, proposal,
+                    previous_counts,
+                    _sweep_limit(length, max_iter, doubling_length),
+                    mean_change_tol,
                 )
-                n_iter += _mean_field_fixed_point(
-                    &doc_topic[d, 0], alpha, block, doc_counts, exp_theta,
-                    topic_sum, ratio, work, n_topics, n_rows, n_padded, eps,
-                    max_iter, mean_change_tol,
+            _write_collapsed(
+                d, begin, n_words, alpha, doc_counts, phi, topic_counts,
+                n_topics, doc_topic, responsibility, n_slots == 0,
+            )
+            if sampled_counts.shape[0] > 0 and sampled:
+                for k in range(n_topics):
+                    sampled_counts[d, k] = <floating> previous_counts[k]
+            elif sampled_counts.shape[0] > 0:
+                _sample_topic_counts(
+                    phi, doc_counts, n_words, n_topics, stream,
+                    &sampled_counts[d, 0],
                 )
-                _write_mean_field(
-                    d, begin, n_words, &doc_topic[d, 0], block, doc_counts,
-                    exp_theta, ratio, work, n_topics, n_rows, n_padded, eps,
-                    exp_doc_topic, count_ratio,
-                )
-        _restore_float_mode(float_mode)
+        else:
+            n_rows = _round_up(n_words, SKLEARN_SVI_WORDS)
+            _gather_block(
+                word_topic, indices, begin, n_words, n_rows, n_padded,
+                block, doc_counts,
+            )
+            _start_document(
+                counts, words, indices, begin, n_words, alpha, n_topics,
+                start_spread, start_key, doc_counts, &doc_topic[d, 0],
+                &stream,
+            )
+            n_iter += _mean_field_fixed_point(
+                &doc_topic[d, 0], alpha, block, doc_counts, exp_theta,
+                topic_sum, ratio, work, n_topics, n_rows, n_padded, eps,
+                max_iter, mean_change_tol,
+            )
+            _write_mean_field(
+                d, begin, n_words, &doc_topic[d, 0], block, doc_counts,
+                exp_theta, ratio, work, n_topics, n_rows, n_padded, eps,
+                exp_doc_topic, count_ratio,
+            )
+    _restore_float_mode(float_mode)
     free(memory)
     free(work)
     free(phi)

@@ -102,12 +102,11 @@ def draw_tables(
     const floating[:, ::1] mean_word_topic,
     const floating[::1] doc_topic_prior,
     double[:, ::1] out,
-    Py_ssize_t start,
-    Py_ssize_t stop,
+    Py_ssize_t n_threads=1,
 ):
     """The running sums by which the sampled step draws a word's topics.
 
-    For words ``start`` to ``stop - 1``, over the topics in blocks of
+    For each word, over the topics in blocks of
     DRAW_BLOCK, the sums up to the end of each block of E[beta_kw]
     (``out[w, :n_blocks]``) and of alpha_k E[beta_kw], the smoothing mass of
     SparseLDA (``out[w, n_blocks:]``): a draw from either searches the
@@ -122,34 +121,48 @@ def draw_tables(
         alpha.
     out : ndarray of shape (n_words, 2 * n_blocks)
         Output, n_blocks = ceil(n_topics / DRAW_BLOCK).
-    start, stop : int
-        The range of words.
+    n_threads : int, default=1
+        The threads of the OpenMP team that share the words.
     """
     cdef Py_ssize_t n_topics = mean_word_topic.shape[1]
-    cdef Py_ssize_t n_blocks = out.shape[1] // 2
-    cdef Py_ssize_t w, b, k, first, n
-    cdef double mass, smoothing
-    cdef const floating* beta
+    cdef Py_ssize_t w, k
     cdef const floating* alpha = &doc_topic_prior[0]
     cdef bint symmetric = True
     for k in range(n_topics):
         symmetric = symmetric and alpha[k] == alpha[0]
     with nogil:
-        for w in range(start, stop):
-            beta = &mean_word_topic[w, 0]
-            mass = 0.0
-            smoothing = 0.0
-            for b in range(n_blocks):
-                first = b * DRAW_BLOCK
-                n = min(DRAW_BLOCK, n_topics - first)
-                mass += _block_sum(&beta[first], NULL, n)
-                # A symmetric alpha's smoothing mass is alpha times E[beta]'s.
-                if symmetric:
-                    smoothing = alpha[0] * mass
-                else:
-                    smoothing += _block_sum(&beta[first], &alpha[first], n)
-                out[w, b] = mass
-                out[w, n_blocks + b] = smoothing
+        for w in prange(out.shape[0], num_threads=n_threads, schedule="static"):
+            _word_draw_table(
+                &mean_word_topic[w, 0], alpha, symmetric, n_topics, out.shape[1] // 2,
+                &out[w, 0],
+            )
+
+
+cdef inline void _word_draw_table(
+    const floating* beta,
+    const floating* alpha,
+    bint symmetric,
+    Py_ssize_t n_topics,
+    Py_ssize_t n_blocks,
+    double* out,
+) noexcept nogil:
+    """One word's row of ``draw_tables``: the running sums of E[beta_kw]
+    (``beta``) to the end of each block of topics in ``out[:n_blocks]``,
+    and of alpha_k E[beta_kw] in ``out[n_blocks:]``."""
+    cdef Py_ssize_t b, first, n
+    cdef double mass = 0.0
+    cdef double smoothing = 0.0
+    for b in range(n_blocks):
+        first = b * DRAW_BLOCK
+        n = min(DRAW_BLOCK, n_topics - first)
+        mass += _block_sum(&beta[first], NULL, n)
+        # A symmetric alpha's smoothing mass is alpha times E[beta]'s.
+        if symmetric:
+            smoothing = alpha[0] * mass
+        else:
+            smoothing += _block_sum(&beta[first], &alpha[first], n)
+        out[b] = mass
+        out[n_blocks + b] = smoothing
 
 
 cdef inline double _block_sum(

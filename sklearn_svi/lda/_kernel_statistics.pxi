@@ -1,5 +1,7 @@
 # The minibatch statistics of the compiled LDA kernel: exp E[log beta] on the
 # minibatch's words, mean rows, and the word-topic statistic of the update.
+# Each pass over the words is shared by the threads of an OpenMP team, each
+# of which keeps the processor's floating point mode of its own.
 
 
 def exp_dirichlet_expectation_rows(
@@ -7,6 +9,7 @@ def exp_dirichlet_expectation_rows(
     const double[::1] topic_totals,
     const Py_ssize_t[::1] rows,
     floating[:, ::1] out,
+    Py_ssize_t n_threads=1,
 ):
     """exp E[log beta_kw] for the given words w.
 
@@ -20,30 +23,44 @@ def exp_dirichlet_expectation_rows(
         The words w to evaluate.
     out : ndarray of shape (n_rows, n_topics)
         Output: exp(psi(lambda_kw)) / exp(psi(sum_v lambda_kv)).
+    n_threads : int, default=1
+        The threads of the OpenMP team that share the words.
     """
     cdef Py_ssize_t n_topics = word_topic.shape[1]
     cdef Py_ssize_t j, k
     cdef size_t row_bytes = n_topics * sizeof(floating)
-    cdef double* topic_scale = <double*> malloc(3 * n_topics * sizeof(double))
-    cdef double* values = topic_scale + n_topics
-    cdef double* work = values + n_topics
+    cdef double* values
+    cdef double* topic_scale = <double*> malloc(2 * n_topics * sizeof(double))
+    # Set by a thread that found no memory for its buffer.
+    cdef int failed = 0
+    cdef int* failures = &failed
     if topic_scale == NULL:
         raise MemoryError()
     with nogil:
         for k in range(n_topics):
             topic_scale[k] = topic_totals[k]
-        _exp_digamma(topic_scale, work, n_topics)
+        _exp_digamma(topic_scale, topic_scale + n_topics, n_topics)
         for k in range(n_topics):
             topic_scale[k] = 1.0 / topic_scale[k]
-        for j in range(rows.shape[0]):
-            if j + PREFETCH_ROWS < rows.shape[0]:
-                _prefetch(&word_topic[rows[j + PREFETCH_ROWS], 0], row_bytes)
-            for k in range(n_topics):
-                values[k] = word_topic[rows[j], k]
-            _exp_digamma(values, work, n_topics)
-            for k in range(n_topics):
-                out[j, k] = <floating> (values[k] * topic_scale[k])
+        with parallel(num_threads=n_threads):
+            # The thread's values of a row, and the work of _exp_digamma.
+            values = <double*> malloc(2 * n_topics * sizeof(double))
+            if values == NULL:
+                failures[0] = 1
+            for j in prange(rows.shape[0], schedule="static"):
+                if values == NULL:
+                    continue
+                if j + PREFETCH_ROWS < rows.shape[0]:
+                    _prefetch(&word_topic[rows[j + PREFETCH_ROWS], 0], row_bytes)
+                for k in range(n_topics):
+                    values[k] = word_topic[rows[j], k]
+                _exp_digamma(values, values + n_topics, n_topics)
+                for k in range(n_topics):
+                    out[j, k] = <floating> (values[k] * topic_scale[k])
+            free(values)
     free(topic_scale)
+    if failed:
+        raise MemoryError()
 
 
 def word_topic_statistic(
@@ -55,10 +72,9 @@ def word_topic_statistic(
     const floating[:, ::1] exp_word_topic,
     floating[:, ::1] out,
     double scale,
-    Py_ssize_t start,
-    Py_ssize_t stop,
+    Py_ssize_t n_threads=1,
 ):
-    """The minibatch statistic sum_d n_dw phi_dwk for words ``start`` to ``stop - 1``.
+    """The minibatch statistic sum_d n_dw phi_dwk of each word.
 
     With phi_dwk = exp E[log theta_dk] exp E[log beta_kw] / norm_dw,
 
@@ -77,11 +93,11 @@ def word_topic_statistic(
     exp_word_topic : ndarray of shape (n_words, n_topics)
         exp E[log beta] of the minibatch's words.
     out : ndarray of shape (n_words, n_topics)
-        Output rows ``start`` to ``stop - 1``.
+        Output.
     scale : float
         Factor of every value (1 / n_documents for the minibatch mean).
-    start, stop : int
-        The range of words.
+    n_threads : int, default=1
+        The threads of the OpenMP team that share the words.
     """
     cdef Py_ssize_t n_topics = exp_doc_topic.shape[1]
     cdef Py_ssize_t w, j, k
@@ -89,9 +105,9 @@ def word_topic_statistic(
     cdef floating* row
     cdef const floating* theta
     cdef unsigned int float_mode
-    with nogil:
+    with nogil, parallel(num_threads=n_threads):
         float_mode = _flush_subnormals()
-        for w in range(start, stop):
+        for w in prange(out.shape[0], schedule="static"):
             row = &out[w, 0]
             for k in range(n_topics):
                 row[k] = 0
@@ -121,10 +137,9 @@ def responsibility_statistic(
     const floating[::1] doc_topic_prior,
     floating[:, ::1] out,
     double scale,
-    Py_ssize_t start,
-    Py_ssize_t stop,
+    Py_ssize_t n_threads=1,
 ):
-    """The minibatch statistic sum_d w_d n_dw phi_dwk for words ``start`` to ``stop - 1``.
+    """The minibatch statistic sum_d w_d n_dw phi_dwk of each word.
 
     The sum over the documents containing w, in increasing order, of the
     responsibilities n_dw phi_dwk of the collapsed local step, each weighed
@@ -154,11 +169,11 @@ def responsibility_statistic(
     doc_topic_prior : ndarray of shape (n_topics,)
         alpha.
     out : ndarray of shape (n_words, n_topics)
-        Output rows ``start`` to ``stop - 1``.
+        Output.
     scale : float
         Factor of every value (1 / n_documents for the minibatch mean).
-    start, stop : int
-        The range of words.
+    n_threads : int, default=1
+        The threads of the OpenMP team that share the words.
     """
     cdef Py_ssize_t n_topics = responsibility.shape[1]
     cdef Py_ssize_t w, j, k, d, i, n_slots
@@ -169,15 +184,14 @@ def responsibility_statistic(
     cdef const floating* values
     cdef const int* topics
     cdef unsigned int float_mode
-    with nogil:
+    with nogil, parallel(num_threads=n_threads):
         float_mode = _flush_subnormals()
-        for w in range(start, stop):
+        for w in prange(out.shape[0], schedule="static"):
             row = &out[w, 0]
-            smoothing = 0.0
-            for j in range(word_indptr[w], word_indptr[w + 1]):
-                d = documents[j]
-                if _n_slots(slot_offset, d) > 0:
-                    smoothing += document_weight[d] * smoothing_share[positions[j]]
+            smoothing = _smoothing_share_of_word(
+                word_indptr, documents, positions, document_weight, slot_offset,
+                smoothing_share, w,
+            )
             for k in range(n_topics):
                 row[k] = <floating> (
                     scale * smoothing * doc_topic_prior[k] * mean_word_topic[w, k]
@@ -200,3 +214,24 @@ def responsibility_statistic(
                         break
                     row[topics[i]] += weight * values[i]
         _restore_float_mode(float_mode)
+
+
+cdef inline double _smoothing_share_of_word(
+    const Py_ssize_t[::1] word_indptr,
+    const Py_ssize_t[::1] documents,
+    const Py_ssize_t[::1] positions,
+    const floating[::1] document_weight,
+    const Py_ssize_t[::1] slot_offset,
+    const floating[::1] smoothing_share,
+    Py_ssize_t w,
+) noexcept nogil:
+    """sum_d w_d s_dw over the documents containing word w that the sampled
+    step keeps sparsely (``responsibility_statistic``), in increasing
+    order."""
+    cdef Py_ssize_t j, d
+    cdef double smoothing = 0.0
+    for j in range(word_indptr[w], word_indptr[w + 1]):
+        d = documents[j]
+        if _n_slots(slot_offset, d) > 0:
+            smoothing += document_weight[d] * smoothing_share[positions[j]]
+    return smoothing

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._mechanisms import SparseStatistic
-from .._threads import call, map_rows, n_threads, row_blocks, run_calls
+from .._threads import n_threads, team_size
 from . import _fast
 
 
@@ -54,17 +54,6 @@ _kernel = _select_kernel()
 # short documents its spread-out proportions predict held-out words better.
 # See the user guide's section on the local step for the measurements.
 START_SPREAD = {"vb": 1.0, "cvb0": 2.0}
-
-# The fewest tokens of a minibatch whose documents the threads share. A
-# helper thread takes about 0.1 to 0.2 ms to wake and start, and the
-# statistic then reads responsibilities written on the other core. Replayed
-# alone, the kernel gained from a second thread from about 2,000 tokens on
-# (0.3 to 1 ms of the default step on one thread); within a pass (one pass,
-# wall time, the fastest of five) it lost below about 4,000: minibatches of
-# 256 tweets (2,500 tokens) took 0.92 times as long shared and 1.00 times
-# not, 512 tweets (5,000 tokens) 0.99 either way, and 1,024 package
-# summaries (5,500 tokens) 1.08 shared against 0.91 not.
-MIN_SHARED_TOKENS = 4096
 
 
 def start_spread(collapsed):
@@ -383,9 +372,10 @@ def _word_topic(
     Only the documents' words are computed: the digamma over all of K x V
     costs as much as the local step on a small minibatch. E[beta] is
     lambda's rows over the topics' totals, which the store computes as it
-    reads the rows. The word index, when asked for, and the sampled step's
-    draw tables, when its ``sampled_prior`` alpha is given, are more chunks
-    of the same work.
+    reads the rows. The passes over the words are shared by a team of
+    threads (``team_size``); so are the sampled step's draw tables, when its
+    ``sampled_prior`` alpha is given. The word index, when asked for, is
+    made on the calling thread.
 
     Returns
     -------
@@ -397,76 +387,50 @@ def _word_topic(
         ``sampled_prior``.
     """
     words = documents.words
-    blocks = row_blocks(words.size, topic_totals.size)
-    chunks = []
+    n_team = team_size(words.size, topic_totals.size)
     tables = np.empty((0, 2))
     if collapsed:
         word_topic, _ = store.rows_block(words, column_factors=1.0 / topic_totals)
         if sampled_prior is not None:
             n_blocks = -(-word_topic.shape[1] // _kernel.TOPICS_PER_DRAW_BLOCK)
             tables = np.empty((words.size, 2 * n_blocks))
-            chunks = [
-                (
-                    _kernel.draw_tables,
-                    word_topic,
-                    sampled_prior,
-                    tables,
-                    span.start,
-                    span.stop,
-                )
-                for span in blocks
-            ]
+            _kernel.draw_tables(word_topic, sampled_prior, tables, n_team)
     else:
         natural, natural_rows = store.rows_block(words)
         rows = words if natural_rows is None else np.searchsorted(natural_rows, words)
         word_topic = np.empty((words.size, natural.shape[1]), dtype=natural.dtype)
-        chunks = [
-            (
-                _kernel.exp_dirichlet_expectation_rows,
-                natural,
-                topic_totals,
-                rows[span],
-                word_topic[span],
-            )
-            for span in blocks
-        ]
-    if index_words:
-        chunks.insert(
-            0,
-            (
-                _kernel.words_of_documents,
-                documents.indptr,
-                documents.indices,
-                words.size,
-            ),
+        _kernel.exp_dirichlet_expectation_rows(
+            natural, topic_totals, rows, word_topic, n_team
         )
-    # The word index beside a single block is too little work to share.
-    results = run_calls(call, chunks, shared=len(blocks) > 1)
-    return word_topic, results[0] if index_words else None, tables
+    word_index = (
+        _kernel.words_of_documents(documents.indptr, documents.indices, words.size)
+        if index_words
+        else None
+    )
+    return word_topic, word_index, tables
 
 
 def _run_documents(step, word_topic, documents, *arguments):
     """Run the kernel's local step (``infer_documents``) on every document,
-    on every thread.
+    on a team of as many threads as the active pool has.
 
     ``step`` is the kernel's first arguments, which choose the step
     (collapsed, sample_below, sampled_sweeps); ``arguments`` are its
     arguments after the documents: its outputs and settings. Each thread
     takes documents one at a time from a shared counter, the longest first,
     so that no thread is left alone with a long one at the end of the
-    minibatch. A minibatch of fewer than ``MIN_SHARED_TOKENS`` tokens is run
-    by the calling thread alone.
+    minibatch. A team hands a document over in microseconds, so even a
+    minibatch of short texts is shared.
     """
-    n_calls = n_threads() if documents.counts.sum() >= MIN_SHARED_TOKENS else 1
+    n_team = n_threads()
     # A document's result does not depend on when it is run: the order
     # matters only to threads that share the documents.
     order = (
         np.argsort(-np.diff(documents.indptr), kind="stable")
-        if n_calls > 1
+        if n_team > 1
         else np.arange(documents.n_documents)
     )
-    next_document = np.zeros(1, dtype=np.intp)
-    shared = (
+    _kernel.infer_documents(
         *step,
         word_topic,
         documents.words,
@@ -475,9 +439,8 @@ def _run_documents(step, word_topic, documents, *arguments):
         documents.counts,
         *arguments,
         order,
-        next_document,
+        n_team,
     )
-    run_calls(_kernel.infer_documents, [shared] * n_calls)
 
 
 def minibatch_statistic(local, sample_weight=None, n_batch=None):
@@ -526,10 +489,11 @@ def minibatch_statistic(local, sample_weight=None, n_batch=None):
         kernel = _kernel.word_topic_statistic
         terms = (local.count_ratio, exp_doc_topic, local.word_topic)
     n_batch = documents.n_documents if n_batch is None else n_batch
-    shared = (*local.word_index, *terms, statistic, 1.0 / n_batch)
-    map_rows(
-        lambda span: kernel(*shared, span.start, span.stop),
-        documents.words.size,
-        statistic.shape[1],
+    kernel(
+        *local.word_index,
+        *terms,
+        statistic,
+        1.0 / n_batch,
+        team_size(*statistic.shape),
     )
     return SparseStatistic(documents.words, statistic)
