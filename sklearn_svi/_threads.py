@@ -299,10 +299,31 @@ def fixed_block_rows(row_size):
     return -(-FIXED_BLOCK_FACTOR * MIN_BLOCK_ENTRIES // row_size)
 
 
+def team_threads():
+    """The threads of the OpenMP team of a compiled pass: the active pool's
+    number of threads, or 1 in a process forked from one that had run a
+    team.
+
+    GNU's OpenMP runtime hangs when a process forked after its parent ran a
+    team of several threads starts one itself; the child's compiled passes
+    therefore run on its calling thread, with the same results.
+
+    Returns
+    -------
+    n_threads : int
+    """
+    global _team_started
+    if _team_forbidden:
+        return 1
+    n_team = n_threads()
+    _team_started = _team_started or n_team > 1
+    return n_team
+
+
 def team_size(n_rows, row_size):
     """The threads of the OpenMP team of a compiled pass over ``n_rows``
-    rows of ``row_size`` entries: the active pool's number of threads, or 1
-    for a pass of fewer than ``MIN_TEAM_ENTRIES`` entries.
+    rows of ``row_size`` entries: :func:`team_threads`, or 1 for a pass of
+    fewer than ``MIN_TEAM_ENTRIES`` entries.
 
     Parameters
     ----------
@@ -315,7 +336,23 @@ def team_size(n_rows, row_size):
     -------
     n_threads : int
     """
-    return n_threads() if n_rows * row_size >= MIN_TEAM_ENTRIES else 1
+    return team_threads() if n_rows * row_size >= MIN_TEAM_ENTRIES else 1
+
+
+# Whether this process has run a team of several threads, and whether it was
+# forked from a process that had (``team_threads``).
+_team_started = False
+_team_forbidden = False
+
+
+def _forbid_teams_if_started():
+    """In a forked child: no team if the parent had run one."""
+    global _team_forbidden
+    _team_forbidden = _team_forbidden or _team_started
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forbid_teams_if_started)
 
 
 def _consecutive_slices(n_rows, block_rows):

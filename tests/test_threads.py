@@ -418,3 +418,34 @@ def test_all_cores_in_a_joblib_worker_is_the_workers_share():
         assert count == int(budget)
     assert thread_count(-1) == effective_n_jobs(-1)
     assert thread_count(None) == 1 and thread_count(3) == 3
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the platform cannot fork")
+def test_a_process_forked_after_a_team_fits_on_its_calling_thread(planted_corpus):
+    """GNU's OpenMP runtime hangs in a child forked after its parent ran a
+    team; the child runs the compiled passes alone, with the same result."""
+    X = planted_corpus[0]
+
+    def fitted_topics():
+        model = SmoothedLDA(n_components=4, batch_size=50, n_jobs=2, random_state=0)
+        return model.fit(X).components_
+
+    expected = fitted_topics()
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through the pipe
+        try:
+            os.write(write_end, fitted_topics().tobytes())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    deadline = time.monotonic() + 120
+    while os.waitpid(pid, os.WNOHANG) == (0, 0):
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked process hung")
+        time.sleep(0.05)
+    with os.fdopen(read_end, "rb") as pipe:
+        received = np.frombuffer(pipe.read(), dtype=expected.dtype)
+    assert_array_equal(received.reshape(expected.shape), expected)

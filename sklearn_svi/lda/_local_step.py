@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._mechanisms import SparseStatistic
-from .._threads import n_threads, team_size
+from .._threads import team_size, team_threads
 from . import _fast
 
 
@@ -422,7 +422,7 @@ def _run_documents(step, word_topic, documents, *arguments):
     minibatch. A team hands a document over in microseconds, so even a
     minibatch of short texts is shared.
     """
-    n_team = n_threads()
+    n_team = team_threads()
     # A document's result does not depend on when it is run: the order
     # matters only to threads that share the documents.
     order = (
