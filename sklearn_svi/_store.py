@@ -25,7 +25,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from ._threads import fixed_block_rows, map_rows, sum_rows, team_size
+from ._threads import SUM_BLOCK_ROWS, fixed_block_rows, map_rows, sum_rows, team_size
 from ._transaction import UndoLog, spare_like
 from ._update_fast import add_to_rows, scaled_rows_of, step_toward_target
 
@@ -161,16 +161,16 @@ class StoredRows:
         # The array of ``begin`` is never written: a rollback returns to it.
         spare = None if self._spare is self._array_at_begin else self._spare
         updated = spare_like(self.array, spare)
-        row_sums = sum_rows(
-            lambda span: step_toward_target(
-                self.array,
-                updated,
-                *target.restricted_to(span),
-                rho,
-                span.start,
-                span.stop,
-            ),
-            len(self.array),
+        row_sums = step_toward_target(
+            self.array,
+            updated,
+            target.total.rows,
+            target.total.block,
+            target.scale,
+            target.prior,
+            rho,
+            SUM_BLOCK_ROWS,
+            team_size(*self.array.shape),
         )
         self._swap_in(updated)
         return row_sums

@@ -23,13 +23,16 @@ def replace_rows(
     const floating[:, ::1] old_block,
     const Py_ssize_t[::1] new_rows,
     const floating[:, ::1] new_block,
+    Py_ssize_t block_rows=1,
+    Py_ssize_t n_threads=1,
 ):
     """total[old_rows] -= old_block, then total[new_rows] += new_block.
 
     The window's running sum, sum_t = sum_{t-1} - S_{t-L} + S_t (Mandt & Blei
     2014, eq. 11), in one pass over the two sorted lists of rows: a row in
     both is read and written once, its old values subtracted before its new
-    ones are added, as two separate passes would.
+    ones are added, as two separate passes would. The threads of an OpenMP
+    team share the rows of ``total`` in blocks of ``block_rows``.
 
     Parameters
     ----------
@@ -43,29 +46,70 @@ def replace_rows(
         Sorted, distinct row indices of ``total``.
     new_block : ndarray of shape (n_new, n_components)
         The values added to those rows.
+    block_rows : int, default=1
+        The rows of ``total`` of a block.
+    n_threads : int, default=1
+        The threads of the team.
     """
-    cdef Py_ssize_t n_components = total.shape[1]
-    cdef Py_ssize_t n_old = old_rows.shape[0], n_new = new_rows.shape[0]
-    cdef Py_ssize_t i = 0, j = 0, k
-    cdef floating* row
+    cdef Py_ssize_t n_blocks = (total.shape[0] + block_rows - 1) // block_rows
+    cdef Py_ssize_t b
     with nogil:
-        while i < n_old or j < n_new:
-            if j == n_new or (i < n_old and old_rows[i] < new_rows[j]):
-                row = &total[old_rows[i], 0]
-                for k in range(n_components):
-                    row[k] -= old_block[i, k]
-                i += 1
-            elif i == n_old or new_rows[j] < old_rows[i]:
-                row = &total[new_rows[j], 0]
-                for k in range(n_components):
-                    row[k] += new_block[j, k]
-                j += 1
-            else:
-                row = &total[new_rows[j], 0]
-                for k in range(n_components):
-                    row[k] = (row[k] - old_block[i, k]) + new_block[j, k]
-                i += 1
-                j += 1
+        for b in prange(n_blocks, num_threads=n_threads, schedule="dynamic"):
+            _replace_block(
+                total, old_rows, old_block, new_rows, new_block, b * block_rows,
+                min((b + 1) * block_rows, total.shape[0]),
+            )
+
+
+cdef inline void _replace_block(
+    floating[:, ::1] total,
+    const Py_ssize_t[::1] old_rows,
+    const floating[:, ::1] old_block,
+    const Py_ssize_t[::1] new_rows,
+    const floating[:, ::1] new_block,
+    Py_ssize_t start,
+    Py_ssize_t stop,
+) noexcept nogil:
+    """:func:`replace_rows` on the rows ``start`` to ``stop - 1`` of ``total``."""
+    cdef Py_ssize_t n_components = total.shape[1]
+    cdef Py_ssize_t i = _first_listed(old_rows, start)
+    cdef Py_ssize_t j = _first_listed(new_rows, start)
+    cdef Py_ssize_t n_old = _first_listed(old_rows, stop)
+    cdef Py_ssize_t n_new = _first_listed(new_rows, stop)
+    cdef Py_ssize_t k
+    cdef floating* row
+    while i < n_old or j < n_new:
+        if j == n_new or (i < n_old and old_rows[i] < new_rows[j]):
+            row = &total[old_rows[i], 0]
+            for k in range(n_components):
+                row[k] -= old_block[i, k]
+            i += 1
+        elif i == n_old or new_rows[j] < old_rows[i]:
+            row = &total[new_rows[j], 0]
+            for k in range(n_components):
+                row[k] += new_block[j, k]
+            j += 1
+        else:
+            row = &total[new_rows[j], 0]
+            for k in range(n_components):
+                row[k] = (row[k] - old_block[i, k]) + new_block[j, k]
+            i += 1
+            j += 1
+
+
+cdef inline Py_ssize_t _first_listed(
+    const Py_ssize_t[::1] rows, Py_ssize_t row
+) noexcept nogil:
+    """The position of the first of the sorted ``rows`` at or after ``row``,
+    by bisection."""
+    cdef Py_ssize_t low = 0, high = rows.shape[0], middle
+    while low < high:
+        middle = (low + high) // 2
+        if rows[middle] < row:
+            low = middle + 1
+        else:
+            high = middle
+    return low
 
 
 cdef inline void _step_row(
@@ -120,27 +164,29 @@ def step_toward_target(
     double scale,
     const floating[:, :] prior,
     double rho,
-    Py_ssize_t start,
-    Py_ssize_t stop,
+    Py_ssize_t block_rows,
+    Py_ssize_t n_threads=1,
 ):
-    """updated = (1 - rho) natural + rho (prior + scale total) on rows ``start`` to ``stop - 1``.
+    """updated = (1 - rho) natural + rho (prior + scale total).
 
     The convex combination with the noisy optimum lambda^ = eta + scale
     total, computed on the fly: one pass over lambda and the listed rows of
     the total, with no array for lambda^. The same pass sums the updated
-    rows.
-    Written to an array of its own, the update leaves lambda as it was until
-    the caller adopts the result.
+    rows. Written to an array of its own, the update leaves lambda as it
+    was until the caller adopts the result. The threads of an OpenMP team
+    share the rows in blocks of ``block_rows``; each block sums its rows in
+    order, and the blocks' sums are added in order, so that the sums do not
+    depend on the number of threads.
 
     Parameters
     ----------
     natural : ndarray of shape (n_params, n_components)
         lambda, read only.
     updated : ndarray of shape (n_params, n_components)
-        Output: the updated lambda on rows ``start`` to ``stop - 1``.
+        Output: the updated lambda.
     rows : ndarray of shape (n_rows,)
-        Sorted, distinct rows of the total between ``start`` and ``stop``;
-        a row that is not listed has total 0 and lambda^ = eta.
+        Sorted, distinct rows of the total; a row that is not listed has
+        total 0 and lambda^ = eta.
     block : ndarray of shape (n_rows, n_components)
         The total on those rows.
     scale : float
@@ -150,40 +196,69 @@ def step_toward_target(
         of each entry (rows contiguous).
     rho : float
         The step size.
-    start, stop : int
-        The range of rows.
+    block_rows : int
+        The rows of a block.
+    n_threads : int, default=1
+        The threads of the team.
 
     Returns
     -------
     column_sums : ndarray of shape (n_components,)
-        The sum of the updated rows, in float64, added row after row.
+        The sum of the updated rows, in float64.
     """
     cdef Py_ssize_t n_components = natural.shape[1]
-    cdef Py_ssize_t i, listed = 0
+    cdef Py_ssize_t n_params = natural.shape[0]
+    cdef Py_ssize_t n_blocks = (n_params + block_rows - 1) // block_rows
+    cdef Py_ssize_t b
     cdef floating factor = <floating> scale
     cdef floating keep = <floating> (1.0 - rho)
     cdef floating move = <floating> rho
     cdef bint per_entry = _prior_per_entry(prior, n_components)
-    cdef const floating* total
-    column_sums = np.zeros(n_components, dtype=np.float64)
-    cdef double[::1] column = column_sums
+    block_sums = np.zeros((max(n_blocks, 1), n_components), dtype=np.float64)
+    cdef double[:, ::1] sums = block_sums
     with nogil:
-        for i in range(start, stop):
-            total = NULL
-            if listed < rows.shape[0] and rows[listed] == i:
-                total = &block[listed, 0]
-                listed += 1
-            if per_entry:
-                _step_row(
-                    &natural[i, 0], &updated[i, 0], total, factor, &prior[i, 0],
-                    1, keep, move, n_components, &column[0],
-                )
-            else:
-                _step_row(
-                    &natural[i, 0], &updated[i, 0], total, factor, &prior[i, 0],
-                    0, keep, move, n_components, &column[0],
-                )
-    return column_sums
+        for b in prange(n_blocks, num_threads=n_threads, schedule="dynamic"):
+            _step_block(
+                natural, updated, rows, block, factor, prior, per_entry, keep, move,
+                b * block_rows, min((b + 1) * block_rows, n_params), &sums[b, 0],
+            )
+    return block_sums.cumsum(axis=0)[-1]
+
+
+cdef inline void _step_block(
+    const floating[:, ::1] natural,
+    floating[:, ::1] updated,
+    const Py_ssize_t[::1] rows,
+    const floating[:, ::1] block,
+    floating factor,
+    const floating[:, :] prior,
+    bint per_entry,
+    floating keep,
+    floating move,
+    Py_ssize_t start,
+    Py_ssize_t stop,
+    double* column,
+) noexcept nogil:
+    """:func:`step_toward_target` on rows ``start`` to ``stop - 1``, their
+    sums added to ``column`` row after row."""
+    cdef Py_ssize_t n_components = natural.shape[1]
+    cdef Py_ssize_t i, listed = _first_listed(rows, start)
+    cdef const floating* total
+    for i in range(start, stop):
+        total = NULL
+        if listed < rows.shape[0] and rows[listed] == i:
+            total = &block[listed, 0]
+            listed += 1
+        if per_entry:
+            _step_row(
+                &natural[i, 0], &updated[i, 0], total, factor, &prior[i, 0],
+                1, keep, move, n_components, column,
+            )
+        else:
+            _step_row(
+                &natural[i, 0], &updated[i, 0], total, factor, &prior[i, 0],
+                0, keep, move, n_components, column,
+            )
 
 
 cdef extern from *:
@@ -285,10 +360,10 @@ def observe_difference(
     double decay,
     double window,
     bint every_row,
-    Py_ssize_t start,
-    Py_ssize_t stop,
+    Py_ssize_t block_rows,
+    Py_ssize_t n_threads=1,
 ):
-    """Fold d = lambda^ - current into the filter's average g on rows ``start`` to ``stop - 1``.
+    """Fold d = lambda^ - current into the filter's average g.
 
     updated_mean = decay g + d / window (Houlsby & Blei 2014, Alg. 1), in
     one pass that forms lambda^ = eta + scale total on the fly, as
@@ -304,6 +379,9 @@ def observe_difference(
     products from which the filter's norms follow. A BLAS dot product would
     start threads of its own inside the threads of
     :mod:`sklearn_svi._threads`, and its sum would depend on their number.
+    A visit of every row is shared by the threads of an OpenMP team in
+    blocks of ``block_rows``, whose sums are added in order; a visit of the
+    listed rows is one block.
 
     Parameters
     ----------
@@ -332,8 +410,10 @@ def observe_difference(
         The filter's window tau.
     every_row : bool
         Whether every row is visited, or only the listed ones.
-    start, stop : int
-        The range of rows.
+    block_rows : int
+        The rows of a block of a visit of every row.
+    n_threads : int, default=1
+        The threads of the team.
 
     Returns
     -------
@@ -343,54 +423,110 @@ def observe_difference(
         <g, s>, <e, s> and ||s||^2.
     """
     cdef Py_ssize_t n_components = current.shape[1]
-    cdef Py_ssize_t n_observed = mean.shape[1]
-    cdef Py_ssize_t i, k, position, ahead, listed = 0
-    cdef Py_ssize_t n_listed = rows.shape[0]
-    cdef Py_ssize_t n_visits = stop - start if every_row else n_listed
-    cdef Py_ssize_t row_bytes = n_observed * sizeof(floating)
-    cdef floating factor = <floating> scale
-    cdef floating keep = <floating> decay
-    cdef floating share = <floating> (1.0 / window)
-    cdef floating current_factor = <floating> current_scale
-    cdef floating carry, pull
-    cdef bint is_listed
-    cdef bint per_entry = _prior_per_entry(prior, n_components)
-    cdef const floating* total
-    cdef double[6] sums
+    cdef Py_ssize_t n_params = current.shape[0]
+    cdef Py_ssize_t n_blocks = (
+        (n_params + block_rows - 1) // block_rows if every_row else 1
+    )
+    cdef Py_ssize_t b
+    cdef _Fold fold
     if stored_prior.shape[1] != prior.shape[1]:
         raise ValueError("stored_prior must have the shape of prior")
-    if n_observed > n_components:
+    if mean.shape[1] > n_components:
         raise ValueError("mean must not have more columns than current")
-    for k in range(6):
-        sums[k] = 0.0
+    fold.factor = scale
+    fold.keep = decay
+    fold.share = 1.0 / window
+    fold.current_scale = current_scale
+    fold.clock_decay = clock_decay
+    fold.clock_offset = clock_offset
+    fold.clock_shrink = clock_shrink
+    fold.per_entry = _prior_per_entry(prior, n_components)
+    block_sums = np.zeros((max(n_blocks, 1), 6), dtype=np.float64)
+    cdef double[:, ::1] sums = block_sums
     with nogil:
-        for position in range(n_visits):
-            if not every_row and position + PREFETCH_DISTANCE < n_listed:
-                ahead = rows[position + PREFETCH_DISTANCE]
-                _prefetch_row(&current[ahead, 0], row_bytes)
-                _prefetch_row(&mean[ahead, 0], row_bytes)
-            i = start + position if every_row else rows[position]
-            is_listed = listed < n_listed and rows[listed] == i
-            total = &block[listed, 0] if is_listed else NULL
-            carry = <floating> (clock_decay / row_decay[i])
-            pull = <floating> (clock_decay * (clock_offset - row_offset[i]) / clock_shrink)
-            if per_entry:
-                _fold_row(
-                    &current[i, 0], &mean[i, 0], &updated_mean[i, 0], total,
-                    factor, &prior[i, 0], &stored_prior[i, 0], 1, current_factor,
-                    carry, pull, keep, share,
-                    n_observed, sums,
-                )
-            else:
-                _fold_row(
-                    &current[i, 0], &mean[i, 0], &updated_mean[i, 0], total,
-                    factor, &prior[i, 0], &stored_prior[i, 0], 0, current_factor,
-                    carry, pull, keep, share,
-                    n_observed, sums,
-                )
-            if is_listed:
-                listed += 1
-    return np.array([sums[k] for k in range(6)], dtype=np.float64)
+        for b in prange(n_blocks, num_threads=n_threads, schedule="dynamic"):
+            _fold_block(
+                rows, block, prior, current, mean, stored_prior, updated_mean,
+                row_decay, row_offset, &fold, every_row, b * block_rows,
+                min((b + 1) * block_rows, n_params), &sums[b, 0],
+            )
+    return block_sums.cumsum(axis=0)[-1]
+
+
+cdef struct _Fold:
+    # The constants of a visit of :func:`observe_difference`: lambda^'s
+    # factor of the total, the average's decay and share, lambda's scale c,
+    # the clock D_t, F_t and C_t, and whether eta holds a value per entry.
+    double factor
+    double keep
+    double share
+    double current_scale
+    double clock_decay
+    double clock_offset
+    double clock_shrink
+    bint per_entry
+
+
+cdef inline void _fold_block(
+    const Py_ssize_t[::1] rows,
+    const floating[:, ::1] block,
+    const floating[:, :] prior,
+    const floating[:, ::1] current,
+    const floating[:, ::1] mean,
+    const floating[:, :] stored_prior,
+    floating[:, ::1] updated_mean,
+    const double[::1] row_decay,
+    const double[::1] row_offset,
+    const _Fold* fold,
+    bint every_row,
+    Py_ssize_t start,
+    Py_ssize_t stop,
+    double* sums,
+) noexcept nogil:
+    """:func:`observe_difference` on rows ``start`` to ``stop - 1`` (every
+    row), or on the listed rows; the products added to ``sums`` row after
+    row."""
+    cdef Py_ssize_t n_observed = mean.shape[1]
+    cdef Py_ssize_t n_listed = rows.shape[0]
+    cdef Py_ssize_t listed = _first_listed(rows, start) if every_row else 0
+    cdef Py_ssize_t n_visits = stop - start if every_row else n_listed
+    cdef Py_ssize_t row_bytes = n_observed * sizeof(floating)
+    cdef Py_ssize_t i, position, ahead
+    cdef floating factor = <floating> fold.factor
+    cdef floating keep = <floating> fold.keep
+    cdef floating share = <floating> fold.share
+    cdef floating current_factor = <floating> fold.current_scale
+    cdef floating carry, pull
+    cdef bint is_listed
+    cdef const floating* total
+    for position in range(n_visits):
+        if not every_row and position + PREFETCH_DISTANCE < n_listed:
+            ahead = rows[position + PREFETCH_DISTANCE]
+            _prefetch_row(&current[ahead, 0], row_bytes)
+            _prefetch_row(&mean[ahead, 0], row_bytes)
+        i = start + position if every_row else rows[position]
+        is_listed = listed < n_listed and rows[listed] == i
+        total = &block[listed, 0] if is_listed else NULL
+        carry = <floating> (fold.clock_decay / row_decay[i])
+        pull = <floating> (
+            fold.clock_decay * (fold.clock_offset - row_offset[i]) / fold.clock_shrink
+        )
+        if fold.per_entry:
+            _fold_row(
+                &current[i, 0], &mean[i, 0], &updated_mean[i, 0], total,
+                factor, &prior[i, 0], &stored_prior[i, 0], 1, current_factor,
+                carry, pull, keep, share,
+                n_observed, sums,
+            )
+        else:
+            _fold_row(
+                &current[i, 0], &mean[i, 0], &updated_mean[i, 0], total,
+                factor, &prior[i, 0], &stored_prior[i, 0], 0, current_factor,
+                carry, pull, keep, share,
+                n_observed, sums,
+            )
+        if is_listed:
+            listed += 1
 
 
 def scaled_rows_of(

@@ -276,7 +276,8 @@ def test_reading_scaled_rows_does_not_depend_on_the_team(dtype):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_replace_rows_matches_two_passes_of_numpy(dtype):
+@pytest.mark.parametrize("block_rows, n_team", [(40, 1), (3, 1), (3, 2), (7, 3)])
+def test_replace_rows_matches_two_passes_of_numpy(dtype, block_rows, n_team):
     rng = np.random.default_rng(0)
     total = rng.random((40, 6)).astype(dtype)
     # Overlapping lists: rows only in the old one, only in the new one, both.
@@ -290,11 +291,13 @@ def test_replace_rows_matches_two_passes_of_numpy(dtype):
     expected[old_rows] -= old_block
     expected[new_rows] += new_block
     replaced = total.copy()
-    replace_rows(replaced, old_rows, old_block, new_rows, new_block)
+    replace_rows(replaced, old_rows, old_block, new_rows, new_block, block_rows, n_team)
     np.testing.assert_array_equal(replaced, expected)
 
     nothing = np.empty(0, dtype=np.intp)
-    replace_rows(replaced, nothing, old_block[:0], new_rows, new_block)
+    replace_rows(
+        replaced, nothing, old_block[:0], new_rows, new_block, block_rows, n_team
+    )
     expected[new_rows] += new_block
     np.testing.assert_array_equal(replaced, expected)
 
@@ -316,8 +319,8 @@ def test_moments_and_step_match_numpy_on_their_rows(
         unlisted = np.setdiff1d(np.arange(30), rows)
         total[unlisted] = 0.0
     window_sum = SparseStatistic(rows, np.ascontiguousarray(total[rows]))
-    span = slice(5, 20)
     scale, rho = 7.5, 0.3
+    # Blocks of 7 of the 30 rows, on one thread and on a team of two.
     # The forms the passes read: a broadcast column, a column, a full array.
     prior = {
         "scalar": np.broadcast_to(np.asarray([[0.01]], dtype=dtype), (30, 1)),
@@ -346,19 +349,20 @@ def test_moments_and_step_match_numpy_on_their_rows(
         - pulled[:, np.newaxis] * (natural - stored_prior)[:, observed]
     )
     expected_mean = decay * up_to_date + (listed_target - excess) / window
-    in_span = np.arange(30)[span]
-    listed_in_span = rows[(rows >= 5) & (rows < 20)]
     # lambda as it is, and kept as eta + c (A - eta) with c = 0.25.
     scaled = (prior + (natural - prior) / 0.25).astype(dtype)
     cases = [
-        (every_row, visited, current, current_scale)
-        for every_row, visited in [(True, in_span), (False, listed_in_span)]
+        (every_row, visited, current, current_scale, n_team)
+        for every_row, visited in [(True, np.arange(30)), (False, rows)]
         for current, current_scale in [(natural, 1.0), (scaled, 0.25)]
+        for n_team in (1, 2)
     ]
-    for every_row, visited, current, current_scale in cases:
+    sums_of_teams = {}
+    for every_row, visited, current, current_scale, n_team in cases:
         updated_mean = mean.copy()
         sums = observe_difference(
-            *window_sum.restricted_to(span),
+            window_sum.rows,
+            window_sum.block,
             scale,
             prior,
             current,
@@ -372,9 +376,10 @@ def test_moments_and_step_match_numpy_on_their_rows(
             decay,
             window,
             every_row,
-            5,
-            20,
+            7,
+            n_team,
         )
+        sums_of_teams.setdefault((every_row, current_scale), []).append(sums)
         # g' is a difference of terms as large as the largest g'.
         np.testing.assert_allclose(
             updated_mean[visited],
@@ -392,16 +397,32 @@ def test_moments_and_step_match_numpy_on_their_rows(
         np.testing.assert_allclose(
             sums, [np.sum(a * b) for a, b in pairs], rtol=tolerance * 64
         )
+    for one_thread, two_threads in sums_of_teams.values():
+        assert_array_equal(two_threads, one_thread)
 
     before = natural.copy()
-    expected = (1.0 - rho) * natural[span] + rho * expected_target[span]
-    updated = np.zeros_like(natural)
-    column_sums = step_toward_target(
-        natural, updated, *window_sum.restricted_to(span), scale, prior, rho, 5, 20
-    )
-    np.testing.assert_allclose(updated[span], expected, rtol=tolerance)
-    np.testing.assert_allclose(column_sums, expected.sum(axis=0), rtol=tolerance * 16)
-    assert not updated[:5].any() and not updated[20:].any()
+    expected = (1.0 - rho) * natural + rho * expected_target
+    results = []
+    for n_team in (1, 2):
+        updated = np.zeros_like(natural)
+        column_sums = step_toward_target(
+            natural,
+            updated,
+            window_sum.rows,
+            window_sum.block,
+            scale,
+            prior,
+            rho,
+            7,
+            n_team,
+        )
+        np.testing.assert_allclose(updated, expected, rtol=tolerance)
+        np.testing.assert_allclose(
+            column_sums, expected.sum(axis=0), rtol=tolerance * 16
+        )
+        results.append((updated, column_sums))
+    assert_array_equal(results[1][0], results[0][0])
+    assert_array_equal(results[1][1], results[0][1])
     # The update is written to its own array: lambda is only read.
     np.testing.assert_array_equal(natural, before)
 

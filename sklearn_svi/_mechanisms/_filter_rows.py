@@ -3,7 +3,7 @@ minibatch does not list."""
 
 import numpy as np
 
-from .._threads import SUM_BLOCK_ROWS, sum_rows
+from .._threads import SUM_BLOCK_ROWS, team_size
 from .._transaction import LoggedPart, spare_like
 from .._update_fast import observe_difference
 from ._step_sizes import frozen_prior
@@ -70,26 +70,25 @@ class FilterRows(LoggedPart):
         else:
             updated_mean = self.mean_difference
             self._undo.record_rows(self.mean_difference, target.total.rows)
-        sums = sum_rows(
-            lambda span: observe_difference(
-                *target.restricted_to(span),
-                current,
-                current_scale,
-                self.mean_difference,
-                target.prior if self.prior is None else self.prior,
-                updated_mean,
-                self.row_decay,
-                self.row_offset,
-                *clock,
-                decay,
-                window,
-                every_row,
-                span.start,
-                span.stop,
-            ),
-            len(current),
+        sums = observe_difference(
+            target.total.rows,
+            target.total.block,
+            target.scale,
+            target.prior,
+            current,
+            current_scale,
+            self.mean_difference,
+            target.prior if self.prior is None else self.prior,
+            updated_mean,
+            self.row_decay,
+            self.row_offset,
+            *clock,
+            decay,
+            window,
+            every_row,
+            SUM_BLOCK_ROWS,
             # A visit of the listed rows alone costs too little to share.
-            block_rows=SUM_BLOCK_ROWS if every_row else len(current),
+            team_size(*current.shape) if every_row else 1,
         )
         if every_row:
             self._spare_mean, self.mean_difference = self.mean_difference, updated_mean

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._threads import map_rows
+from .._threads import fixed_block_rows, team_size
 from .._transaction import LoggedPart, RebindingPart
 from .._update_fast import replace_rows
 
@@ -71,16 +71,6 @@ class SparseStatistic:
         return SparseStatistic(
             rows - start, block, self.sample_mean, self.negatively_weighted
         )
-
-
-def _replace_rows(total, oldest, newest, span):
-    """sum <- sum - S_{t-L} + S_t on the rows of ``span`` (eq. 11)."""
-    old_rows, old_block = (
-        (np.empty(0, dtype=np.intp), total[:0])
-        if oldest is None
-        else oldest.restricted_to(span)
-    )
-    replace_rows(total, old_rows, old_block, *newest.restricted_to(span))
 
 
 def added_statistics(statistics, n_components, dtype):
@@ -198,10 +188,20 @@ class WindowRows(LoggedPart):
             self._undo.record_rows(total, changed_rows)
         self.queue = (*self.queue[1 if oldest is not None else 0 :], statistic)
         if total is not None:
-            map_rows(
-                lambda span: _replace_rows(total, oldest, statistic, span),
-                len(total),
-                total.shape[1],
+            # sum <- sum - S_{t-L} + S_t (eq. 11).
+            old_rows, old_block = (
+                (np.empty(0, dtype=np.intp), total[:0])
+                if oldest is None
+                else (oldest.rows, oldest.block)
+            )
+            replace_rows(
+                total,
+                old_rows,
+                old_block,
+                statistic.rows,
+                statistic.block,
+                fixed_block_rows(total.shape[1]),
+                team_size(*total.shape),
             )
 
     row_calls = (push,)
