@@ -57,11 +57,6 @@ class NoisyOptimum:
         """Whether lambda^ lists all ``n_rows`` rows of lambda."""
         return self.total_lists_every_row or self.total.lists_all(n_rows)
 
-    def restricted_to(self, span):
-        """The rows and block of the total in the slice ``span``, the scale
-        and the prior: the arguments of the compiled passes."""
-        return (*self.total.restricted_to(span), self.scale, self.prior)
-
 
 def frozen_prior(prior):
     """A copy of the prior eta, a broadcast of its first row if it is one."""
