@@ -38,9 +38,12 @@ MIN_BLOCK_ENTRIES = 1 << 16
 # ``MIN_BLOCK_ENTRIES``.
 FIXED_BLOCK_FACTOR = 4
 
-# The fewest entries of a compiled pass that its OpenMP team shares: the
+# The fewest entries of a compiled pass that its OpenMP team shares. The
 # team's threads wait for work spinning before they sleep, so a hand-over
-# costs microseconds.
+# costs microseconds (a pass over 600 rows of 100 values took about 30
+# microseconds on a team of two, 30 to 60 on one thread and 80 to 180 on the
+# pool, ``benchmarks/bench_threads.py``); this bound, a few microseconds of
+# work, was set from that and not tuned further.
 MIN_TEAM_ENTRIES = 1 << 12
 
 # Rows of each block of ``sum_rows``.
