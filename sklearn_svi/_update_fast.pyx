@@ -641,35 +641,50 @@ def add_to_rows(
     finite : bool
         Whether every new value is finite.
     """
-    cdef Py_ssize_t n_components = stored.shape[1]
     cdef Py_ssize_t n_blocks = (rows.shape[0] + block_rows - 1) // block_rows
-    cdef Py_ssize_t b, j, k
-    cdef floating f = <floating> factor
+    cdef Py_ssize_t b
+    # Per block, the sums of what it adds and, x - x being 0 for a finite x
+    # and NaN otherwise, one probe per column, so that the loop over the
+    # columns has no chain of additions from one column to the next.
+    block_totals = np.zeros((max(n_blocks, 1), 2, stored.shape[1]), dtype=np.float64)
+    cdef double[:, :, ::1] totals = block_totals
+    with nogil:
+        for b in prange(n_blocks, num_threads=n_threads, schedule="dynamic"):
+            _add_block(
+                stored, rows, block, <floating> factor, saved, b * block_rows,
+                min((b + 1) * block_rows, rows.shape[0]), &totals[b, 0, 0],
+                &totals[b, 1, 0],
+            )
+        done[0] = 1
+    in_order = block_totals.cumsum(axis=0)[-1]
+    return in_order[0], bool(np.all(in_order[1] == 0.0))
+
+
+cdef inline void _add_block(
+    floating[:, ::1] stored,
+    const Py_ssize_t[::1] rows,
+    const floating[:, ::1] block,
+    floating factor,
+    floating[:, ::1] saved,
+    Py_ssize_t start,
+    Py_ssize_t stop,
+    double* sums,
+    double* probe,
+) noexcept nogil:
+    """:func:`add_to_rows` on the listed rows ``start`` to ``stop - 1``."""
+    cdef Py_ssize_t n_components = stored.shape[1]
+    cdef Py_ssize_t j, k
     cdef floating increment
     cdef floating* row
     cdef floating* old_row
     cdef const floating* added_row
-    cdef double* sums
-    cdef double* probe
-    # Per block, the sums of what it adds and, x - x being 0 for a finite x
-    # and NaN otherwise, one probe per column, so that the loop over the
-    # columns has no chain of additions from one column to the next.
-    block_totals = np.zeros((max(n_blocks, 1), 2, n_components), dtype=np.float64)
-    cdef double[:, :, ::1] totals = block_totals
-    with nogil:
-        for b in prange(n_blocks, num_threads=n_threads, schedule="dynamic"):
-            sums = &totals[b, 0, 0]
-            probe = &totals[b, 1, 0]
-            for j in range(b * block_rows, min((b + 1) * block_rows, rows.shape[0])):
-                row = &stored[rows[j], 0]
-                old_row = &saved[j, 0]
-                added_row = &block[j, 0]
-                for k in range(n_components):
-                    old_row[k] = row[k]
-                    increment = f * added_row[k]
-                    row[k] = row[k] + increment
-                    sums[k] += increment
-                    probe[k] += row[k] - row[k]
-        done[0] = 1
-    in_order = block_totals.cumsum(axis=0)[-1]
-    return in_order[0], bool(np.all(in_order[1] == 0.0))
+    for j in range(start, stop):
+        row = &stored[rows[j], 0]
+        old_row = &saved[j, 0]
+        added_row = &block[j, 0]
+        for k in range(n_components):
+            old_row[k] = row[k]
+            increment = factor * added_row[k]
+            row[k] = row[k] + increment
+            sums[k] += increment
+            probe[k] += row[k] - row[k]

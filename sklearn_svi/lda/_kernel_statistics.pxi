@@ -99,26 +99,43 @@ def word_topic_statistic(
     n_threads : int, default=1
         The threads of the OpenMP team that share the words.
     """
-    cdef Py_ssize_t n_topics = exp_doc_topic.shape[1]
-    cdef Py_ssize_t w, j, k
-    cdef floating weight
-    cdef floating* row
-    cdef const floating* theta
+    cdef Py_ssize_t w
     cdef unsigned int float_mode
     with nogil, parallel(num_threads=n_threads):
         float_mode = _flush_subnormals()
         for w in prange(out.shape[0], schedule="static"):
-            row = &out[w, 0]
-            for k in range(n_topics):
-                row[k] = 0
-            for j in range(word_indptr[w], word_indptr[w + 1]):
-                weight = count_ratio[positions[j]]
-                theta = &exp_doc_topic[documents[j], 0]
-                for k in range(n_topics):
-                    row[k] += weight * theta[k]
-            for k in range(n_topics):
-                row[k] *= <floating> (exp_word_topic[w, k] * scale)
+            _word_topic_row(
+                word_indptr, documents, positions, count_ratio, exp_doc_topic,
+                exp_word_topic, scale, w, &out[w, 0],
+            )
         _restore_float_mode(float_mode)
+
+
+cdef inline void _word_topic_row(
+    const Py_ssize_t[::1] word_indptr,
+    const Py_ssize_t[::1] documents,
+    const Py_ssize_t[::1] positions,
+    const floating[::1] count_ratio,
+    const floating[:, ::1] exp_doc_topic,
+    const floating[:, ::1] exp_word_topic,
+    double scale,
+    Py_ssize_t w,
+    floating* row,
+) noexcept nogil:
+    """Word w's row of ``word_topic_statistic``, whose arguments these are."""
+    cdef Py_ssize_t n_topics = exp_doc_topic.shape[1]
+    cdef Py_ssize_t j, k
+    cdef floating weight
+    cdef const floating* theta
+    for k in range(n_topics):
+        row[k] = 0
+    for j in range(word_indptr[w], word_indptr[w + 1]):
+        weight = count_ratio[positions[j]]
+        theta = &exp_doc_topic[documents[j], 0]
+        for k in range(n_topics):
+            row[k] += weight * theta[k]
+    for k in range(n_topics):
+        row[k] *= <floating> (exp_word_topic[w, k] * scale)
 
 
 def responsibility_statistic(
@@ -175,63 +192,67 @@ def responsibility_statistic(
     n_threads : int, default=1
         The threads of the OpenMP team that share the words.
     """
-    cdef Py_ssize_t n_topics = responsibility.shape[1]
-    cdef Py_ssize_t w, j, k, d, i, n_slots
-    cdef floating weight
-    cdef double smoothing
-    cdef floating* row
-    cdef const floating* phi
-    cdef const floating* values
-    cdef const int* topics
+    cdef Py_ssize_t w
     cdef unsigned int float_mode
     with nogil, parallel(num_threads=n_threads):
         float_mode = _flush_subnormals()
         for w in prange(out.shape[0], schedule="static"):
-            row = &out[w, 0]
-            smoothing = _smoothing_share_of_word(
-                word_indptr, documents, positions, document_weight, slot_offset,
-                smoothing_share, w,
+            _responsibility_row(
+                word_indptr, documents, positions, responsibility,
+                document_weight, indptr, slot_offset, value_offset, slot_topics,
+                slot_values, smoothing_share, mean_word_topic, doc_topic_prior,
+                scale, w, &out[w, 0],
             )
-            for k in range(n_topics):
-                row[k] = <floating> (
-                    scale * smoothing * doc_topic_prior[k] * mean_word_topic[w, k]
-                )
-            for j in range(word_indptr[w], word_indptr[w + 1]):
-                d = documents[j]
-                weight = <floating> (scale * document_weight[d])
-                n_slots = _n_slots(slot_offset, d)
-                if n_slots == 0:
-                    phi = &responsibility[positions[j], 0]
-                    for k in range(n_topics):
-                        row[k] += weight * phi[k]
-                    continue
-                topics = &slot_topics[slot_offset[d]]
-                values = &slot_values[
-                    value_offset[d] + (positions[j] - indptr[d]) * n_slots
-                ]
-                for i in range(n_slots):
-                    if topics[i] < 0:
-                        break
-                    row[topics[i]] += weight * values[i]
         _restore_float_mode(float_mode)
 
 
-cdef inline double _smoothing_share_of_word(
+cdef inline void _responsibility_row(
     const Py_ssize_t[::1] word_indptr,
     const Py_ssize_t[::1] documents,
     const Py_ssize_t[::1] positions,
+    const floating[:, ::1] responsibility,
     const floating[::1] document_weight,
+    const Py_ssize_t[::1] indptr,
     const Py_ssize_t[::1] slot_offset,
+    const Py_ssize_t[::1] value_offset,
+    const int[::1] slot_topics,
+    const floating[::1] slot_values,
     const floating[::1] smoothing_share,
+    const floating[:, ::1] mean_word_topic,
+    const floating[::1] doc_topic_prior,
+    double scale,
     Py_ssize_t w,
+    floating* row,
 ) noexcept nogil:
-    """sum_d w_d s_dw over the documents containing word w that the sampled
-    step keeps sparsely (``responsibility_statistic``), in increasing
-    order."""
-    cdef Py_ssize_t j, d
+    """Word w's row of ``responsibility_statistic``, whose arguments these
+    are."""
+    cdef Py_ssize_t n_topics = responsibility.shape[1]
+    cdef Py_ssize_t j, k, d, i, n_slots
+    cdef floating weight
     cdef double smoothing = 0.0
+    cdef const floating* phi
+    cdef const floating* values
+    cdef const int* topics
     for j in range(word_indptr[w], word_indptr[w + 1]):
         d = documents[j]
         if _n_slots(slot_offset, d) > 0:
             smoothing += document_weight[d] * smoothing_share[positions[j]]
-    return smoothing
+    for k in range(n_topics):
+        row[k] = <floating> (
+            scale * smoothing * doc_topic_prior[k] * mean_word_topic[w, k]
+        )
+    for j in range(word_indptr[w], word_indptr[w + 1]):
+        d = documents[j]
+        weight = <floating> (scale * document_weight[d])
+        n_slots = _n_slots(slot_offset, d)
+        if n_slots == 0:
+            phi = &responsibility[positions[j], 0]
+            for k in range(n_topics):
+                row[k] += weight * phi[k]
+            continue
+        topics = &slot_topics[slot_offset[d]]
+        values = &slot_values[value_offset[d] + (positions[j] - indptr[d]) * n_slots]
+        for i in range(n_slots):
+            if topics[i] < 0:
+                break
+            row[topics[i]] += weight * values[i]
