@@ -40,8 +40,8 @@ FIXED_BLOCK_FACTOR = 4
 
 # The fewest entries of a compiled pass that its OpenMP team shares. The
 # team's threads wait for work spinning before they sleep, so a hand-over
-# costs microseconds (a pass over 600 rows of 100 values took about 30
-# microseconds on a team of two, 30 to 60 on one thread and 80 to 180 on the
+# costs microseconds (a pass over 600 rows of 100 values took 25 to 34
+# microseconds on a team of two, 29 to 69 on one thread and 79 to 177 on the
 # pool, ``benchmarks/bench_threads.py``); this bound, a few microseconds of
 # work, was set from that and not tuned further.
 MIN_TEAM_ENTRIES = 1 << 12
