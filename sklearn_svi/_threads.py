@@ -365,21 +365,3 @@ def _consecutive_slices(n_rows, block_rows):
         slice(start, min(start + block_rows, n_rows))
         for start in range(0, n_rows, block_rows)
     ]
-
-
-def call(function, *arguments):
-    """``function(*arguments)``, so that one ``run_calls`` runs different work.
-
-    Parameters
-    ----------
-    function : callable
-        The work of a chunk.
-    *arguments
-        Its arguments.
-
-    Returns
-    -------
-    result
-        What ``function`` returns.
-    """
-    return function(*arguments)
