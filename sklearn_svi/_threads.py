@@ -70,7 +70,7 @@ class Workers:
         self.n_threads = n_threads
         self.executor = executor
 
-    def run(self, function, argument_lists, shared=True):
+    def run(self, function, argument_lists):
         """Call ``function`` on each argument list and wait for all calls.
 
         A single call runs on the calling thread, without a hand-over.
@@ -81,9 +81,6 @@ class Workers:
             The work of one chunk.
         argument_lists : iterable of tuple
             The arguments of each call.
-        shared : bool, default=True
-            Whether the helper threads take chunks too; False when the
-            chunks are too little work to be worth a hand-over.
 
         Returns
         -------
@@ -91,7 +88,7 @@ class Workers:
             The value of each call, in the order of ``argument_lists``.
         """
         argument_lists = list(argument_lists)
-        if self.executor is None or not shared or len(argument_lists) < 2:
+        if self.executor is None or len(argument_lists) < 2:
             return [function(*arguments) for arguments in argument_lists]
         results = [None] * len(argument_lists)
         # next() on a count is atomic under the GIL: each chunk is taken once.
@@ -234,9 +231,9 @@ def row_blocks(n_rows, row_size):
     return _active_workers.get().row_blocks(n_rows, row_size)
 
 
-def run_calls(function, argument_lists, shared=True):
+def run_calls(function, argument_lists):
     """``function`` on each argument list, on the active pool (`Workers.run`)."""
-    return _active_workers.get().run(function, argument_lists, shared)
+    return _active_workers.get().run(function, argument_lists)
 
 
 def map_rows(function, n_rows, row_size):

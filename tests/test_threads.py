@@ -63,17 +63,6 @@ def test_calling_thread_takes_chunks_too():
     assert len(set(idents)) == 2
 
 
-def test_chunks_not_worth_sharing_run_on_the_calling_thread_alone():
-    caller = threading.get_ident()
-    with thread_pool(2):
-        idents = run_calls(
-            lambda: (time.sleep(0.01), threading.get_ident())[1],
-            [()] * 8,
-            shared=False,
-        )
-    assert idents == [caller] * 8
-
-
 def test_a_failed_chunk_stops_the_others_and_raises_once_they_are_done():
     finished = []
 
