@@ -25,7 +25,8 @@ outside it. The script prints, for each setting and pass:
 
 Run ``python benchmarks/bench_threads.py NewsArticles`` (or
 ``healthtweets``, or a text file with ``--column``), ``--n-components`` and
-``--batch-size`` to choose the model; the machine should be otherwise idle.
+``--batch-size`` to choose the model, and ``--tag`` to keep a second
+setting's table beside the first; the machine should be otherwise idle.
 """
 
 import logging
@@ -165,6 +166,9 @@ def main():
     parser = corpus_parser(__doc__)
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument(
+        "--tag", help="a suffix of the results file's name, for a second setting"
+    )
     args = parser.parse_args()
     X = load_corpus(args.corpus, args.column, args.n_features)
     n_tokens = float(X.sum())
@@ -231,7 +235,7 @@ def main():
         f"{hand_over['pool of two'] * 1e6:.0f} in two halves on the pool of two "
         "Python threads (medians): the cost of a hand-over."
     )
-    name = corpus_name(args.corpus)
+    name = corpus_name(args.corpus) + (f"_{args.tag}" if args.tag else "")
     write_results(
         RESULTS_DIRECTORY / f"threads_{name}.rst", [settings, table, " ".join(lines)]
     )
