@@ -318,10 +318,11 @@ def test_sampled_step_keeps_every_count(planted_corpus, kernel, scale):
 def test_sparse_responsibilities_give_the_dense_statistic(
     kernel, monkeypatch, scale, dtype
 ):
-    # At 80 topics the sampled documents of up to 4 tokens keep their
-    # responsibilities on the topics they hold; the longer ones and the
-    # CVB0 documents write every topic. The same draws with every document
-    # written densely give the same statistic, weighted or not.
+    # At 80 topics (four sweeps) the sampled documents of up to 15 tokens
+    # keep their responsibilities on the topics they hold; the longer ones,
+    # whose later sweeps may draw over every topic, and the CVB0 documents
+    # write every topic. The same draws with every document written densely
+    # give the same statistic, weighted or not.
     X, _, _ = make_lda_corpus(
         n_documents=300,
         n_features=200,
@@ -331,6 +332,7 @@ def test_sparse_responsibilities_give_the_dense_statistic(
     )
     X = (X * scale).astype(dtype)
     X[:20] = X[:20] * 20
+    X[20:40] = X[20:40] * 6
     model = SmoothedLDA(n_components=80, batch_size=100, max_iter=2, random_state=0)
     model.fit(X)
     weights = np.random.default_rng(0).uniform(0.5, 2.0, X.shape[0])
@@ -350,6 +352,11 @@ def test_sparse_responsibilities_give_the_dense_statistic(
     )
     n_slots = np.diff(local.sparse.slot_offset)
     assert 0 < np.count_nonzero(n_slots) < X.shape[0]
+    # Sampled documents without slots of their own among them.
+    lengths = np.asarray(X.sum(axis=1)).ravel()
+    assert np.any(
+        (n_slots == 0) & (lengths < sklearn_svi.lda._model.SAMPLE_BELOW["auto"])
+    )
     sparse = statistics()
     allocate = sklearn_svi.lda._local_step._SparseResponsibility.allocate.__func__
     monkeypatch.setattr(

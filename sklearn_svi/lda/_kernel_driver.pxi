@@ -243,7 +243,7 @@ cdef Py_ssize_t _infer_claimed(
     cdef Py_ssize_t d, k, begin, n_words, n_rows, most_tokens, n_iter = 0
     cdef Py_ssize_t n_blocks = draw_tables.shape[1] // 2
     cdef Py_ssize_t n_slots, n_touched, i
-    cdef double length
+    cdef double length, tokens_length
     cdef floating eps = FLT_EPSILON if floating is float else DBL_EPSILON
     cdef const floating* alpha = &doc_topic_prior[0]
     cdef unsigned int float_mode
@@ -315,7 +315,10 @@ cdef Py_ssize_t _infer_claimed(
                     &word_topic[0, 0], &draw_tables[0, 0], n_blocks,
                     &indices[begin], n_words, n_topics, doc_counts, alpha,
                     length / n_topics, sampled_sweeps,
-                    n_slots if n_slots > 0 else n_topics, topics, phi,
+                    n_slots if n_slots > 0 else n_topics,
+                    _capacity(indptr, counts, d, sampled_sweeps, &tokens_length)
+                    >= n_topics,
+                    topics, phi,
                     word_buffers, topic_counts, proposal, touched, slot_of,
                     stream, &in_topic_order,
                 )

@@ -46,6 +46,19 @@ cdef inline Py_ssize_t _most_tokens(
     return most
 
 
+cdef inline Py_ssize_t _capacity(
+    const Py_ssize_t[::1] indptr,
+    const floating[::1] counts,
+    Py_ssize_t d,
+    Py_ssize_t n_sweeps,
+    double* length,
+) noexcept nogil:
+    """The most topics that the tokens of document d can hold in a chain of
+    ``n_sweeps`` sweeps: a draw for each token at the start and in each
+    sweep. Sets ``length`` as ``_document_tokens`` does."""
+    return _document_tokens(indptr, counts, d, length) * (n_sweeps + 1)
+
+
 cdef enum:
     # The topics of a block of the draw tables (``draw_tables``).
     DRAW_BLOCK = 16
@@ -63,11 +76,12 @@ def sparse_layout(
 
     A document below ``sample_below`` tokens draws a topic for each of its
     tokens at its start and in each of its ``n_sweeps`` sweeps, so its
-    tokens hold at most ``capacity = n_tokens (n_sweeps + 1)`` topics. When
-    that is at most a quarter of the topics, its draws stay in SparseLDA's
-    split (``_sampled_sweep``) and its responsibilities are kept over the
-    topics it holds: ``capacity`` slots for the document (its topics) and as
-    many per word (their values). Other documents get no slots.
+    tokens hold at most ``capacity = n_tokens (n_sweeps + 1)`` topics
+    (``_capacity``). When that is fewer than the topics, its draws stay in
+    SparseLDA's split (``_sampled_chain``) and its responsibilities are kept
+    over the topics it holds: ``capacity`` slots for the document (its
+    topics) and as many per word (their values). Other documents get no
+    slots.
 
     Returns
     -------
@@ -86,10 +100,8 @@ def sparse_layout(
     cdef Py_ssize_t[::1] value_offset = value_offset_array
     with nogil:
         for d in range(n_documents):
-            capacity = _document_tokens(indptr, counts, d, &length) * (
-                n_sweeps + 1
-            )
-            if length >= sample_below or 4 * capacity > n_topics:
+            capacity = _capacity(indptr, counts, d, n_sweeps, &length)
+            if length >= sample_below or capacity >= n_topics:
                 capacity = 0
             slot_offset[d + 1] = slot_offset[d] + capacity
             value_offset[d + 1] = value_offset[d] + capacity * (
@@ -510,6 +522,7 @@ cdef inline Py_ssize_t _sampled_chain(
     double share,
     Py_ssize_t n_sweeps,
     Py_ssize_t n_slots,
+    bint may_hold_every_topic,
     int* topics,
     double* kept,
     double* kept_smoothing,
@@ -524,6 +537,13 @@ cdef inline Py_ssize_t _sampled_chain(
     then ``n_sweeps`` sweeps of which the first half (rounded down) burn
     in. Returns the number of topics its tokens have held, and sets
     ``in_topic_order`` when every topic's slot is the topic itself.
+
+    The draws are split as in SparseLDA (``_sampled_sweep``) unless the
+    document ``may_hold_every_topic`` (its ``_capacity`` is at least the
+    number of topics) and its tokens have held more than a quarter of them:
+    its later sweeps then draw over all the topics. The draws thus depend on
+    the document alone, not on whether its responsibilities are kept
+    sparsely.
 
     On return, ``kept`` holds for each word a row of ``n_slots`` slots (all
     the topics, or at least as many as its tokens can hold): the sums over
@@ -548,9 +568,9 @@ cdef inline Py_ssize_t _sampled_chain(
         stream, &counter,
     )
     for sweep in range(n_sweeps):
-        if not over_all_topics and 4 * n_touched > n_topics:
-            # Only a document with a slot for every topic gets here
-            # (``sparse_layout``).
+        if may_hold_every_topic and not over_all_topics and 4 * n_touched > n_topics:
+            # A document without slots of its own (``sparse_layout``): its
+            # kept rows have a slot for every topic.
             _touch_every_topic(
                 kept if sweep > n_burn else NULL, n_words, n_topics, touched,
                 &n_touched, slot_of, conditional,
