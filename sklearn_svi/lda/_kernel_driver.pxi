@@ -301,14 +301,15 @@ cdef Py_ssize_t _infer_claimed(
     float_mode = _flush_subnormals()
     while _claim_document(order, next_document, indptr, &d, &begin, &n_words):
         if collapsed:
-            # A sampled document starts from the symmetric point: its
-            # draws break the tie themselves.
+            # A sampled document's first draws start from the symmetric
+            # point, alpha + n_d / K, and break the tie themselves: it has
+            # no start gamma.
             sampled = _document_length(counts, begin, n_words) < sample_below
             n_slots = _n_slots(slot_offset, d) if sampled else 0
             length = _start_document(
                 counts, words, indices, begin, n_words, alpha, n_topics,
-                0.0 if sampled else start_spread, start_key, doc_counts,
-                start, &stream,
+                start_spread, start_key, doc_counts,
+                NULL if sampled else start, &stream,
             )
             if sampled:
                 n_touched = _sampled_chain(
@@ -322,7 +323,11 @@ cdef Py_ssize_t _infer_claimed(
                     word_buffers, topic_counts, proposal, touched, slot_of,
                     stream, &in_topic_order,
                 )
-                memcpy(previous_counts, topic_counts, n_topics * sizeof(double))
+                # The counts of the last sweep, before _expand_kept
+                # replaces them by the expected counts.
+                if sampled_counts.shape[0] > 0:
+                    for k in range(n_topics):
+                        sampled_counts[d, k] = <floating> topic_counts[k]
                 for i in range(n_touched):
                     slot_of[touched[i]] = -1
                 n_iter += sampled_sweeps
@@ -358,10 +363,7 @@ cdef Py_ssize_t _infer_claimed(
                 d, begin, n_words, alpha, doc_counts, phi, topic_counts,
                 n_topics, doc_topic, responsibility, n_slots == 0,
             )
-            if sampled_counts.shape[0] > 0 and sampled:
-                for k in range(n_topics):
-                    sampled_counts[d, k] = <floating> previous_counts[k]
-            elif sampled_counts.shape[0] > 0:
+            if sampled_counts.shape[0] > 0 and not sampled:
                 _sample_topic_counts(
                     phi, doc_counts, n_words, n_topics, stream,
                     &sampled_counts[d, 0],

@@ -228,8 +228,9 @@ cdef inline double _start_document(
     unsigned long long* stream,
 ) noexcept nogil:
     """Copy a document's counts to ``doc_counts``, write its start to
-    ``gamma`` and its stream number to ``stream``, and return its number of
-    tokens n_d.
+    ``gamma`` (unless it is NULL: a sampled document, whose draws start
+    from alpha and n_d alone) and its stream number to ``stream``, and
+    return its number of tokens n_d.
 
     The document has the entries ``begin`` to ``begin + n_words - 1`` of the
     CSR arrays. Its start is gamma_k = (alpha_k + n_d / n_topics)
@@ -242,7 +243,8 @@ cdef inline double _start_document(
         doc_counts[j] = counts[begin + j]
         length += doc_counts[j]
     stream[0] = _document_stream(key, words, indices, doc_counts, begin, n_words)
-    _start_gamma(gamma, n_topics, alpha, length / n_topics, spread, stream[0])
+    if gamma != NULL:
+        _start_gamma(gamma, n_topics, alpha, length / n_topics, spread, stream[0])
     return length
 
 
