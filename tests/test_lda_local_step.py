@@ -381,22 +381,46 @@ def test_sparse_responsibilities_give_the_dense_statistic(
 
 
 def test_sparse_responsibilities_do_not_depend_on_n_jobs(all_work_shared):
-    # Short documents at 80 topics: most are kept sparsely, in a fit on one
-    # thread and on two, which share the documents of every minibatch.
+    # At 16 topics (four sweeps) the documents of up to 3 tokens are kept
+    # sparsely, in a fit on one thread and on two, which share the documents
+    # of every minibatch. The 40 documents of 24 words drawn at random can
+    # hold every topic, and switch to draws over all topics once they have
+    # held a quarter of them.
     X, _, _ = make_lda_corpus(
-        n_documents=400,
+        n_documents=360,
         n_features=200,
         n_topics=5,
         mean_document_length=3,
         random_state=0,
     )
+    rng = np.random.default_rng(0)
+    spread = np.zeros((40, X.shape[1]))
+    for row in spread:
+        row[rng.choice(X.shape[1], 24, replace=False)] = 1.0
+    X = sp.vstack([sp.csr_matrix(spread), X.astype(np.float64)], format="csr")
+    n_topics = 16
     fits = [
         SmoothedLDA(
-            n_components=80, batch_size=100, max_iter=2, random_state=0, n_jobs=n_jobs
+            n_components=n_topics,
+            batch_size=100,
+            max_iter=2,
+            random_state=0,
+            n_jobs=n_jobs,
         ).fit(X)
         for n_jobs in (1, 2)
     ]
     assert_array_equal(fits[0].components_, fits[1].components_)
+    local = fits[1]._fit_documents(
+        fits[1]._prepare_minibatch(X),
+        start_key=fits[1]._start_key(3),
+        index_words=True,
+        sample_counts=True,
+    )
+    # Both kinds of document are there: some kept sparsely, and some whose
+    # last sweep alone holds more than a quarter of the topics.
+    assert 0 < np.count_nonzero(np.diff(local.sparse.slot_offset)) < X.shape[0]
+    n_held = np.count_nonzero(local.sampled_counts[:40], axis=1)
+    assert np.any(n_held > n_topics / 4)
 
 
 def test_the_documents_of_every_minibatch_go_to_a_team_of_n_jobs_threads(
