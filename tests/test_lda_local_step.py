@@ -13,7 +13,8 @@ from sklearn.decomposition import LatentDirichletAllocation
 import sklearn_svi.lda._local_step
 from sklearn_svi import SmoothedLDA, make_lda_corpus
 from sklearn_svi.lda import _fast
-from sklearn_svi.lda._local_step import start_spread
+from sklearn_svi.lda._local_step import minibatch_statistic, start_spread
+from sklearn_svi.lda._model import SAMPLE_BELOW, SAMPLED_SWEEPS
 from sklearn_svi.metrics import log_predictive, split_tokens
 
 
@@ -677,6 +678,75 @@ def test_update_statistic_of_a_document_does_not_depend_on_its_minibatch(
         rtol=1e-10,
         atol=1e-14,
     )
+
+
+def test_statistic_of_a_document_does_not_depend_on_its_neighbours():
+    # At 40 topics, documents of up to 7 tokens are kept sparsely, longer
+    # sampled ones densely, and those of 64 tokens or more take the CVB0
+    # fixed point; each kind follows the others on the same thread, which
+    # must leave them nothing of its own.
+    X, _, _ = make_lda_corpus(
+        n_documents=60,
+        n_features=200,
+        n_topics=5,
+        mean_document_length=4,
+        random_state=0,
+    )
+    X = X.astype(np.float64)
+    X[1::3] = X[1::3] * 6
+    X[2::6] = X[2::6] * 20
+    model = SmoothedLDA(n_components=40, batch_size=20, max_iter=1, random_state=0)
+    model.fit(X)
+    lengths = np.asarray(X.sum(axis=1)).ravel()
+    assert np.any(lengths * (SAMPLED_SWEEPS + 1) < 40)
+    assert np.any(
+        (lengths * (SAMPLED_SWEEPS + 1) >= 40) & (lengths < SAMPLE_BELOW["auto"])
+    )
+    assert np.any(lengths >= SAMPLE_BELOW["auto"])
+    together = model._local_statistic(model._prepare_minibatch(X), draw=3)
+    alone = sum(
+        dense_statistic(
+            model._local_statistic(model._prepare_minibatch(X[[d]]), draw=3),
+            model._natural.shape,
+        )
+        for d in range(X.shape[0])
+    )
+    assert_allclose(
+        dense_statistic(together, model._natural.shape) * X.shape[0],
+        alone,
+        rtol=1e-10,
+        atol=1e-14,
+    )
+
+
+def test_collapsed_step_may_leave_gamma_unwritten():
+    X = make_lda_corpus(
+        n_documents=60,
+        n_features=200,
+        n_topics=5,
+        mean_document_length=8,
+        random_state=0,
+    )[0].astype(np.float64)
+    model = SmoothedLDA(n_components=40, batch_size=20, max_iter=1, random_state=0)
+    model.fit(X)
+    fits = [
+        model._fit_documents(
+            model._prepare_minibatch(X),
+            start_key=model._start_key(3),
+            index_words=True,
+            with_doc_topic=with_doc_topic,
+        )
+        for with_doc_topic in (True, False)
+    ]
+    assert fits[0].doc_topic.shape == (X.shape[0], 40)
+    assert fits[1].doc_topic is None
+    statistics = [minibatch_statistic(local).block for local in fits]
+    assert_array_equal(statistics[0], statistics[1])
+    # The mean-field step works on gamma and keeps it.
+    mean_field = model._fit_documents(
+        model._prepare_minibatch(X), collapsed=False, with_doc_topic=False
+    )
+    assert mean_field.doc_topic.shape == (X.shape[0], 40)
 
 
 def dense_statistic(statistic, shape):

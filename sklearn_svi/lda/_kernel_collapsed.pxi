@@ -18,7 +18,8 @@ cdef inline bint _allocate_collapsed(
     ``phi`` (for the longest document), N_d, a proposal of phi for one word
     and N_d before a sweep in one allocation, the start and the document's
     counts in the allocation ``start``: the compiler then knows that the
-    counts are none of the values the sweep writes. Returns False, with
+    counts are none of the values the sweep writes. N_d starts at zero, as
+    the sampled step expects it (``_sample_start``). Returns False, with
     nothing allocated, if the memory runs out.
     """
     phi[0] = <double*> malloc((longest + 3) * n_topics * sizeof(double))
@@ -28,6 +29,7 @@ cdef inline bint _allocate_collapsed(
         free(start[0])
         return False
     topic_counts[0] = phi[0] + longest * n_topics
+    memset(topic_counts[0], 0, n_topics * sizeof(double))
     proposal[0] = topic_counts[0] + n_topics
     previous_counts[0] = proposal[0] + n_topics
     doc_counts[0] = start[0] + n_topics
@@ -191,11 +193,13 @@ cdef inline void _write_collapsed(
     floating[:, ::1] responsibility,
     bint with_rows,
 ) noexcept nogil:
-    """gamma = alpha + N_d to row d of ``doc_topic`` and, if ``with_rows``
-    and ``responsibility`` has rows, n_dw phi_dwk to the document's rows."""
+    """gamma = alpha + N_d to row d of ``doc_topic``, unless it has no rows,
+    and, if ``with_rows`` and ``responsibility`` has rows, n_dw phi_dwk to
+    the document's rows."""
     cdef Py_ssize_t j, k
-    for k in range(n_topics):
-        doc_topic[d, k] = <floating> (alpha[k] + max(topic_counts[k], 0.0))
+    if doc_topic.shape[0] > 0:
+        for k in range(n_topics):
+            doc_topic[d, k] = <floating> (alpha[k] + max(topic_counts[k], 0.0))
     if with_rows and responsibility.shape[0] > 0:
         for j in range(n_words):
             for k in range(n_topics):

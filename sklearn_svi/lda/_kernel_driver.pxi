@@ -88,9 +88,9 @@ def infer_documents(
     indptr, indices, counts : ndarray
         CSR representation of the minibatch; ``indices`` index the rows of
         ``word_topic``.
-    doc_topic : ndarray of shape (n_documents, n_topics)
+    doc_topic : ndarray of shape (n_documents, n_topics) or (0, n_topics)
         Output: gamma at each document's fixed point (alpha + N_d for the
-        collapsed step).
+        collapsed step, which may be given no rows to leave it unwritten).
     exp_doc_topic : ndarray of shape (n_documents, n_topics)
         Output of the mean-field step: exp E[log theta] at the final gamma.
         No rows for the collapsed step.
@@ -368,6 +368,13 @@ cdef Py_ssize_t _infer_claimed(
                     phi, doc_counts, n_words, n_topics, stream,
                     &sampled_counts[d, 0],
                 )
+            # N_d back to zero for the next document: a document kept
+            # sparsely changed only the topics that its tokens held.
+            if n_slots > 0:
+                for i in range(n_touched):
+                    topic_counts[touched[i]] = 0.0
+            else:
+                memset(topic_counts, 0, n_topics * sizeof(double))
         else:
             n_rows = _round_up(n_words, SKLEARN_SVI_WORDS)
             _gather_block(

@@ -329,14 +329,13 @@ cdef inline void _sample_start(
     E[beta_kw] (alpha_k + s), s = ``share`` = n_d / K: the symmetric start
     of the collapsed step. The draw falls in the smoothing mass
     sum_k alpha_k E[beta_kw] or in s sum_k E[beta_kw], and then in its
-    blocks (``draw_tables``). Sets the document's topic counts N_dk of those
-    draws (each token counted with its weight) and the topics drawn."""
+    blocks (``draw_tables``). Counts those draws in the document's topic
+    counts N_dk, which are zero on entry (each token counted with its
+    weight), and sets the topics drawn."""
     cdef Py_ssize_t j, k, token, t = 0
     cdef double smoothing, total, target, weight
     cdef const double* table
     cdef const floating* beta
-    for k in range(n_topics):
-        topic_counts[k] = 0.0
     for j in range(n_words):
         beta = &mean_word_topic[rows[j] * n_topics]
         table = &tables[rows[j] * 2 * n_blocks]

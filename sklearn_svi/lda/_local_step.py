@@ -177,10 +177,10 @@ class _LocalFit:
     ----------
     documents : _CompactDocuments
         The documents.
-    doc_topic : ndarray of shape (n_documents, n_components)
+    doc_topic : ndarray of shape (n_documents, n_components) or None
         gamma, the variational Dirichlet parameters of the proportions; for
         a document kept sparsely, alpha + the topic counts of its last
-        sweep.
+        sweep. None when the collapsed step was not asked for it.
     word_topic : ndarray of shape (n_words, n_components)
         The topics' weights of the documents' words: exp E[log beta] for
         the mean-field step, E[beta] for the collapsed one.
@@ -204,7 +204,7 @@ class _LocalFit:
     """
 
     documents: _CompactDocuments
-    doc_topic: np.ndarray
+    doc_topic: np.ndarray | None
     word_topic: np.ndarray
     exp_doc_topic: np.ndarray | None = None
     count_ratio: np.ndarray | None = None
@@ -258,6 +258,7 @@ class LocalStep:
         start_key=None,
         index_words=False,
         sample_counts=False,
+        with_doc_topic=True,
     ):
         """Fit gamma for each of the documents at the topics lambda, read
         from its ``store``.
@@ -291,6 +292,10 @@ class LocalStep:
             counts from its final responsibilities, with the random numbers
             of its start's stream (the sampled step: the counts of its last
             sweep).
+        with_doc_topic : bool, default=True
+            Collapsed steps only: False leaves gamma unwritten (the result's
+            ``doc_topic`` is None), where only the statistic is needed; the
+            mean-field step works on gamma and always returns it.
 
         Returns
         -------
@@ -308,7 +313,10 @@ class LocalStep:
             prior if sample_below > 0 else None,
         )
         n_topics, dtype = word_topic.shape[1], word_topic.dtype
-        doc_topic = np.empty((documents.n_documents, n_topics), dtype=dtype)
+        with_doc_topic = with_doc_topic or not collapsed
+        doc_topic = np.empty(
+            (documents.n_documents if with_doc_topic else 0, n_topics), dtype=dtype
+        )
         start = (
             0.0 if start_key is None else start_spread(collapsed),
             0 if start_key is None else start_key,
@@ -351,7 +359,7 @@ class LocalStep:
         )
         return _LocalFit(
             documents,
-            doc_topic,
+            doc_topic if with_doc_topic else None,
             word_topic,
             exp_doc_topic=None if collapsed else exp_doc_topic,
             count_ratio=None if collapsed else count_ratio,

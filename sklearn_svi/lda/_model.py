@@ -295,6 +295,7 @@ class _OnlineLDA(
             start_key=self._start_key(draw),
             index_words=True,
             sample_counts=learn_alpha,
+            with_doc_topic=False,
         )
         n_batch = documents.n_documents if n_batch is None else n_batch
         statistic = minibatch_statistic(local, sample_weight, n_batch)
@@ -352,14 +353,16 @@ class _OnlineLDA(
         index_words=False,
         collapsed=None,
         sample_counts=False,
+        with_doc_topic=True,
     ):
         """The local step at the current topics (:meth:`LocalStep.fit`).
 
         The step is the collapsed one if ``collapsed`` says so, or by default
-        if ``local_step`` does; ``sample_counts`` applies to the collapsed
-        step only. Documents are sampled (``SAMPLE_BELOW``) in the updates
-        (with a ``start_key``) only: elsewhere, where the result must be
-        deterministic, every collapsed step is the CVB0 fixed point.
+        if ``local_step`` does; ``sample_counts`` and ``with_doc_topic=False``
+        apply to the collapsed step only. Documents are sampled
+        (``SAMPLE_BELOW``) in the updates (with a ``start_key``) only:
+        elsewhere, where the result must be deterministic, every collapsed
+        step is the CVB0 fixed point.
         """
         if collapsed is None:
             collapsed = self.local_step != "vb"
@@ -383,6 +386,7 @@ class _OnlineLDA(
             start_key,
             index_words,
             sample_counts=sample_counts and collapsed,
+            with_doc_topic=with_doc_topic,
         )
 
     # -- scores ----------------------------------------------------------------------
