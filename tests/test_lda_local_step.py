@@ -663,28 +663,13 @@ def test_update_statistic_of_a_document_does_not_depend_on_its_minibatch(
     # stream, so a document's share of the statistic is the same alone and
     # among others.
     X = planted_corpus[0][:50].astype(np.float64)
-    model = fitted_model(X, local_step=local_step)
-    together = model._local_statistic(model._prepare_minibatch(X), draw=3)
-    alone = sum(
-        dense_statistic(
-            model._local_statistic(model._prepare_minibatch(X[[d]]), draw=3),
-            model._natural.shape,
-        )
-        for d in range(X.shape[0])
-    )
-    assert_allclose(
-        dense_statistic(together, model._natural.shape) * X.shape[0],
-        alone,
-        rtol=1e-10,
-        atol=1e-14,
-    )
+    assert_statistic_sums_each_documents(fitted_model(X, local_step=local_step), X)
 
 
-def test_statistic_of_a_document_does_not_depend_on_its_neighbours():
-    # At 40 topics, documents of up to 7 tokens are kept sparsely, longer
-    # sampled ones densely, and those of 64 tokens or more take the CVB0
-    # fixed point; each kind follows the others on the same thread, which
-    # must leave them nothing of its own.
+def mixed_length_documents():
+    """60 documents of every kind at 40 topics, in turn: up to 7 tokens, kept
+    sparsely; longer sampled ones, written densely; and those of 64 tokens
+    or more, which take the CVB0 fixed point."""
     X, _, _ = make_lda_corpus(
         n_documents=60,
         n_features=200,
@@ -695,40 +680,23 @@ def test_statistic_of_a_document_does_not_depend_on_its_neighbours():
     X = X.astype(np.float64)
     X[1::3] = X[1::3] * 6
     X[2::6] = X[2::6] * 20
-    model = SmoothedLDA(n_components=40, batch_size=20, max_iter=1, random_state=0)
-    model.fit(X)
     lengths = np.asarray(X.sum(axis=1)).ravel()
-    assert np.any(lengths * (SAMPLED_SWEEPS + 1) < 40)
-    assert np.any(
-        (lengths * (SAMPLED_SWEEPS + 1) >= 40) & (lengths < SAMPLE_BELOW["auto"])
-    )
+    capacity = lengths * (SAMPLED_SWEEPS + 1)
+    assert np.any(capacity < 40)
+    assert np.any((capacity >= 40) & (lengths < SAMPLE_BELOW["auto"]))
     assert np.any(lengths >= SAMPLE_BELOW["auto"])
-    together = model._local_statistic(model._prepare_minibatch(X), draw=3)
-    alone = sum(
-        dense_statistic(
-            model._local_statistic(model._prepare_minibatch(X[[d]]), draw=3),
-            model._natural.shape,
-        )
-        for d in range(X.shape[0])
-    )
-    assert_allclose(
-        dense_statistic(together, model._natural.shape) * X.shape[0],
-        alone,
-        rtol=1e-10,
-        atol=1e-14,
-    )
+    model = SmoothedLDA(n_components=40, batch_size=20, max_iter=1, random_state=0)
+    return model.fit(X), X
+
+
+def test_statistic_of_a_document_does_not_depend_on_its_neighbours():
+    # Each kind of document follows the others on the same thread, which
+    # must leave it nothing of its own.
+    assert_statistic_sums_each_documents(*mixed_length_documents())
 
 
 def test_collapsed_step_may_leave_gamma_unwritten():
-    X = make_lda_corpus(
-        n_documents=60,
-        n_features=200,
-        n_topics=5,
-        mean_document_length=8,
-        random_state=0,
-    )[0].astype(np.float64)
-    model = SmoothedLDA(n_components=40, batch_size=20, max_iter=1, random_state=0)
-    model.fit(X)
+    model, X = mixed_length_documents()
     fits = [
         model._fit_documents(
             model._prepare_minibatch(X),
@@ -747,6 +715,25 @@ def test_collapsed_step_may_leave_gamma_unwritten():
         model._prepare_minibatch(X), collapsed=False, with_doc_topic=False
     )
     assert mean_field.doc_topic.shape == (X.shape[0], 40)
+
+
+def assert_statistic_sums_each_documents(model, X):
+    """The update statistic of the documents X together is the mean of each
+    one's alone."""
+    together = model._local_statistic(model._prepare_minibatch(X), draw=3)
+    alone = sum(
+        dense_statistic(
+            model._local_statistic(model._prepare_minibatch(X[[d]]), draw=3),
+            model._natural.shape,
+        )
+        for d in range(X.shape[0])
+    )
+    assert_allclose(
+        dense_statistic(together, model._natural.shape) * X.shape[0],
+        alone,
+        rtol=1e-10,
+        atol=1e-14,
+    )
 
 
 def dense_statistic(statistic, shape):
