@@ -34,10 +34,6 @@ BLOCKS_PER_THREAD = 4
 # best everywhere.
 MIN_BLOCK_ENTRIES = 1 << 16
 
-# The entries of a block of ``fixed_block_rows``, in units of
-# ``MIN_BLOCK_ENTRIES``.
-FIXED_BLOCK_FACTOR = 4
-
 # The fewest entries of a compiled pass that its OpenMP team shares. The
 # team's threads wait for work spinning before they sleep, so a hand-over
 # costs microseconds (a pass over 600 rows of 100 values took 25 to 34
@@ -45,6 +41,16 @@ FIXED_BLOCK_FACTOR = 4
 # pool, ``benchmarks/bench_threads.py``); this bound, a few microseconds of
 # work, was set from that and not tuned further.
 MIN_TEAM_ENTRIES = 1 << 12
+
+# The entries of a block of ``fixed_block_rows``: blocks that an OpenMP
+# team shares, a few times ``MIN_TEAM_ENTRIES``, so that the rows of one
+# minibatch's words (some hundred thousand entries) make several. Blocks 16
+# times larger left the second thread of a team idle on such a minibatch.
+FIXED_BLOCK_ENTRIES = 1 << 14
+
+# The fewest rows of a block of ``fixed_block_rows``: each block keeps its
+# own sums, a row's worth, which are then added in order.
+FIXED_BLOCK_MIN_ROWS = 64
 
 # Rows of each block of ``sum_rows``.
 SUM_BLOCK_ROWS = 4096
@@ -284,8 +290,9 @@ def sum_rows(function, n_rows, block_rows=SUM_BLOCK_ROWS):
 
 def fixed_block_rows(row_size):
     """The rows of the blocks of row work whose result must not depend on
-    the number of threads: the fewest that hold ``FIXED_BLOCK_FACTOR *
-    MIN_BLOCK_ENTRIES`` entries, the same whatever the number of threads.
+    the number of threads: the fewest that hold ``FIXED_BLOCK_ENTRIES``
+    entries, and at least ``FIXED_BLOCK_MIN_ROWS``, the same whatever the
+    number of threads.
 
     Parameters
     ----------
@@ -296,7 +303,7 @@ def fixed_block_rows(row_size):
     -------
     block_rows : int
     """
-    return -(-FIXED_BLOCK_FACTOR * MIN_BLOCK_ENTRIES // row_size)
+    return max(-(-FIXED_BLOCK_ENTRIES // row_size), FIXED_BLOCK_MIN_ROWS)
 
 
 def team_threads():

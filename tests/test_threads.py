@@ -16,7 +16,8 @@ from sklearn_svi._mechanisms import SparseStatistic
 from sklearn_svi._sources import InMemoryRows
 from sklearn_svi._threads import (
     BLOCKS_PER_THREAD,
-    FIXED_BLOCK_FACTOR,
+    FIXED_BLOCK_ENTRIES,
+    FIXED_BLOCK_MIN_ROWS,
     MIN_BLOCK_ENTRIES,
     MIN_TEAM_ENTRIES,
     Workers,
@@ -181,11 +182,12 @@ def test_row_blocks_share_only_work_worth_a_hand_over(n_threads):
 
 
 @pytest.mark.parametrize("row_size", [1, 7, 100, MIN_BLOCK_ENTRIES, 10**6])
-def test_fixed_blocks_are_the_fewest_rows_of_a_fixed_number_of_entries(row_size):
+def test_fixed_blocks_are_the_fewest_rows_of_enough_entries_and_rows(row_size):
     block_rows = fixed_block_rows(row_size)
-    entries = FIXED_BLOCK_FACTOR * MIN_BLOCK_ENTRIES
+    entries = FIXED_BLOCK_ENTRIES
     assert block_rows * row_size >= entries
-    assert block_rows == 1 or (block_rows - 1) * row_size < entries
+    assert block_rows >= FIXED_BLOCK_MIN_ROWS
+    assert block_rows == FIXED_BLOCK_MIN_ROWS or (block_rows - 1) * row_size < entries
 
 
 def test_a_team_has_the_pools_threads_for_enough_entries_only():

@@ -19,8 +19,8 @@ word, its rows padded to whole vectors (_sweep.h). Each iteration reads
 the block once, eight words at a time: their eight normalisers are
 independent sums the processor overlaps, and their rows, still in the
 first-level cache, are then added to the topic sums. The loops release the
-GIL: the threads of a minibatch take its documents one at a time from a
-shared counter.
+GIL: the threads of a minibatch claim its documents from a shared
+counter, long ones one at a time and short ones in runs.
 
 This module is built for any processor of its architecture; _fast_avx2
 and _fast_avx512 are the same code built with AVX2 and FMA, and with

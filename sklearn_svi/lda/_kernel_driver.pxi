@@ -29,15 +29,17 @@ def infer_documents(
     double doubling_length,
     double start_spread,
     unsigned long long start_key,
-    const Py_ssize_t[::1] order,
     Py_ssize_t n_threads,
 ):
-    """Run the local step for documents taken one at a time.
+    """Run the local step on the documents that the threads of a team claim.
 
     The ``n_threads`` threads of an OpenMP team, the calling one among them,
-    each claim the next document of ``order`` not yet taken by atomically
-    incrementing a shared counter, until all are done (``_infer_claimed``).
-    A slow thread thus takes fewer documents, and a document's result does
+    each claim the next run of documents not yet taken by atomically
+    incrementing a shared counter, until all are done (``_infer_claimed``):
+    the long documents one by one, the longest first, so that no thread is
+    left alone with a long one at the end, and then the short ones in runs
+    of neighbours, whose outputs are neighbours too (``_claim_order``). A
+    slow thread thus takes fewer documents, and a document's result does
     not depend on which thread computes it. A team's threads wait for work
     spinning for a while before they sleep, so that handing documents to
     them costs microseconds, where a Python thread pool's hand-over costs a
@@ -139,8 +141,6 @@ def infer_documents(
         (``document_start``): a document's start depends on nothing else.
     start_key : int
         The key of the documents' streams, in [0, 2**64).
-    order : ndarray of shape (n_documents,)
-        The order in which the documents are taken.
     n_threads : int
         The threads of the team; 1 runs every document on the calling
         thread.
@@ -150,14 +150,17 @@ def infer_documents(
     n_iter : int
         Total number of fixed-point iterations (sweeps) over the documents.
     """
-    cdef Py_ssize_t member
-    next_document_array = np.zeros(1, dtype=np.intp)
+    cdef Py_ssize_t member, n_runs
+    cdef Py_ssize_t next_run = 0
+    cdef const Py_ssize_t[::1] order = _claim_order(indptr, n_threads)
+    run_starts_array = np.empty(order.shape[0] + 1, dtype=np.intp)
     iterations_array = np.zeros(max(n_threads, 1), dtype=np.intp)
-    cdef Py_ssize_t[::1] next_document = next_document_array
+    cdef Py_ssize_t[::1] run_starts = run_starts_array
     cdef Py_ssize_t[::1] iterations = iterations_array
     if sample_below > 0.0 and draw_tables.shape[0] != word_topic.shape[0]:
         raise ValueError("The sampled step needs the draw tables of every word.")
     with nogil:
+        n_runs = _claim_runs(order, indptr, run_starts)
         for member in prange(
             iterations.shape[0], num_threads=iterations.shape[0], schedule="static"
         ):
@@ -188,7 +191,9 @@ def infer_documents(
                 start_spread,
                 start_key,
                 order,
-                next_document,
+                run_starts,
+                n_runs,
+                &next_run,
             )
     if iterations_array.min() < 0:
         raise MemoryError()
@@ -222,11 +227,13 @@ cdef Py_ssize_t _infer_claimed(
     double start_spread,
     unsigned long long start_key,
     const Py_ssize_t[::1] order,
-    Py_ssize_t[::1] next_document,
+    const Py_ssize_t[::1] run_starts,
+    Py_ssize_t n_runs,
+    Py_ssize_t* next_run,
 ) noexcept nogil:
-    """The local step of the documents that one thread claims from
-    ``next_document``, the counter the team shares (``infer_documents``,
-    whose arguments these are).
+    """The local step of the documents that one thread claims, run by run
+    of ``order`` (``_claim_runs``), from ``next_run``, the counter the team
+    shares (``infer_documents``, whose other arguments these are).
 
     Returns
     -------
@@ -241,6 +248,7 @@ cdef Py_ssize_t _infer_claimed(
     cdef Py_ssize_t n_padded = _round_up(n_topics, lanes)
     cdef Py_ssize_t longest = _longest_document(indptr)
     cdef Py_ssize_t d, k, begin, n_words, n_rows, most_tokens, n_iter = 0
+    cdef Py_ssize_t position = 0, run_stop = 0
     cdef Py_ssize_t n_blocks = draw_tables.shape[1] // 2
     cdef Py_ssize_t n_slots, n_touched, i
     cdef double length, tokens_length
@@ -299,7 +307,10 @@ cdef Py_ssize_t _infer_claimed(
         for k in range(n_topics):
             slot_of[k] = -1
     float_mode = _flush_subnormals()
-    while _claim_document(order, next_document, indptr, &d, &begin, &n_words):
+    while _claim_document(
+        order, run_starts, n_runs, next_run, indptr, &position, &run_stop, &d,
+        &begin, &n_words,
+    ):
         if collapsed:
             # A sampled document's first draws start from the symmetric
             # point, alpha + n_d / K, and break the tie themselves: it has

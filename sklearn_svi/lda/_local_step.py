@@ -424,20 +424,10 @@ def _run_documents(step, word_topic, documents, *arguments):
 
     ``step`` is the kernel's first arguments, which choose the step
     (collapsed, sample_below, sampled_sweeps); ``arguments`` are its
-    arguments after the documents: its outputs and settings. Each thread
-    takes documents one at a time from a shared counter, the longest first,
-    so that no thread is left alone with a long one at the end of the
-    minibatch. A team hands a document over in microseconds, so even a
-    minibatch of short texts is shared.
+    arguments after the documents: its outputs and settings. The kernel
+    shares the documents between the team's threads in runs of a few
+    (``infer_documents``), so even a minibatch of short texts is shared.
     """
-    n_team = team_threads()
-    # A document's result does not depend on when it is run: the order
-    # matters only to threads that share the documents.
-    order = (
-        np.argsort(-np.diff(documents.indptr), kind="stable")
-        if n_team > 1
-        else np.arange(documents.n_documents)
-    )
     _kernel.infer_documents(
         *step,
         word_topic,
@@ -446,8 +436,7 @@ def _run_documents(step, word_topic, documents, *arguments):
         documents.indices,
         documents.counts,
         *arguments,
-        order,
-        n_team,
+        team_threads(),
     )
 
 
