@@ -54,3 +54,6 @@ def all_work_shared(monkeypatch):
     entries, the compiled passes on a team however few their entries."""
     monkeypatch.setattr(_threads, "MIN_BLOCK_ENTRIES", 1)
     monkeypatch.setattr(_threads, "MIN_TEAM_ENTRIES", 1)
+    # The passes whose sums go block by block get a block per row.
+    monkeypatch.setattr(_threads, "FIXED_BLOCK_ENTRIES", 1)
+    monkeypatch.setattr(_threads, "FIXED_BLOCK_MIN_ROWS", 1)
