@@ -412,7 +412,7 @@ class ScaledStore:
         added, finite = self._add(total, rho * total_scale / scale)
         rescaled = scaling.moved(scale, added)
         totals = rescaled.totals()
-        if not (finite and np.all(np.isfinite(totals))):
+        if not (finite and np.isfinite(totals).all()):
             raise non_finite_update(self.dtype)
         self._rescaled(rescaled)
         return totals

@@ -150,7 +150,7 @@ def infer_documents(
     n_iter : int
         Total number of fixed-point iterations (sweeps) over the documents.
     """
-    cdef Py_ssize_t member, n_runs
+    cdef Py_ssize_t member, n_runs, n_iter = 0
     cdef Py_ssize_t next_run = 0
     cdef const Py_ssize_t[::1] order = _claim_order(indptr, n_threads)
     run_starts_array = np.empty(order.shape[0] + 1, dtype=np.intp)
@@ -195,9 +195,11 @@ def infer_documents(
                 n_runs,
                 &next_run,
             )
-    if iterations_array.min() < 0:
-        raise MemoryError()
-    return int(iterations_array.sum())
+    for member in range(iterations.shape[0]):
+        if iterations[member] < 0:
+            raise MemoryError()
+        n_iter += iterations[member]
+    return n_iter
 
 
 cdef Py_ssize_t _infer_claimed(

@@ -191,17 +191,29 @@ DEF CLAIM_WORDS = 32
 cdef _claim_order(const Py_ssize_t[::1] indptr, Py_ssize_t n_threads):
     """The order in which the threads of a team claim the documents of a
     CSR structure: those of ``CLAIM_WORDS`` words or more by decreasing
-    length, then the others in their own order; any order for one thread."""
-    lengths = np.diff(indptr)
-    if n_threads < 2:
-        return np.arange(lengths.size)
-    long_documents = np.flatnonzero(lengths >= CLAIM_WORDS)
-    return np.concatenate(
-        [
-            long_documents[np.argsort(-lengths[long_documents], kind="stable")],
-            np.flatnonzero(lengths < CLAIM_WORDS),
-        ]
-    )
+    length, then the others in their own order; any order for one thread.
+
+    Written by loops rather than NumPy's calls on the lengths, which cost
+    about a twentieth of a pass over short texts."""
+    cdef Py_ssize_t n_documents = indptr.shape[0] - 1
+    cdef Py_ssize_t d, n_long = 0, position
+    order = np.empty(n_documents, dtype=np.intp)
+    cdef Py_ssize_t[::1] view = order
+    if n_threads >= 2:
+        for d in range(n_documents):
+            if indptr[d + 1] - indptr[d] >= CLAIM_WORDS:
+                view[n_long] = d
+                n_long += 1
+        if n_long > 1:
+            long_documents = order[:n_long].copy()
+            lengths = np.asarray(indptr)[long_documents + 1] - np.asarray(indptr)[long_documents]
+            order[:n_long] = long_documents[np.argsort(-lengths, kind="stable")]
+    position = n_long
+    for d in range(n_documents):
+        if n_long == 0 or indptr[d + 1] - indptr[d] < CLAIM_WORDS:
+            view[position] = d
+            position += 1
+    return order
 
 
 cdef Py_ssize_t _claim_runs(

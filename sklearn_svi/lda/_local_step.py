@@ -7,6 +7,7 @@ online update (Hoffman et al. 2013, Fig. 6; Foulds et al. 2013 for the
 collapsed step).
 """
 
+import functools
 import importlib
 from dataclasses import dataclass
 
@@ -440,6 +441,15 @@ def _run_documents(step, word_topic, documents, *arguments):
     )
 
 
+@functools.lru_cache(maxsize=8)
+def _unit_weights(n_documents, dtype):
+    """Weights of 1 for ``n_documents`` documents (read-only), asked for by
+    every update without annealing and so kept."""
+    weights = np.ones(n_documents, dtype=dtype)
+    weights.flags.writeable = False
+    return weights
+
+
 def minibatch_statistic(local, sample_weight=None, n_batch=None):
     """Minibatch mean of w_d n_dw phi_dwk on the minibatch's words (eq. 28).
 
@@ -465,7 +475,7 @@ def minibatch_statistic(local, sample_weight=None, n_batch=None):
     dtype = statistic.dtype
     if local.responsibility is not None:
         weight = (
-            np.ones(documents.n_documents, dtype=dtype)
+            _unit_weights(documents.n_documents, dtype)
             if sample_weight is None
             else sample_weight.astype(dtype)
         )

@@ -164,4 +164,4 @@ class LDAPriors:
     def _prior_natural(self):
         # An array of eta is stored word by word, as lambda is.
         prior = self.topic_word_prior_
-        return prior if np.ndim(prior) == 0 else prior.T
+        return prior.T if isinstance(prior, np.ndarray) else prior
