@@ -447,6 +447,44 @@ def test_the_documents_of_every_minibatch_go_to_a_team_of_n_jobs_threads(
         assert teams == [n_jobs] * 4
 
 
+def test_documents_claimed_around_the_run_length_do_not_depend_on_n_jobs():
+    # The threads of a team claim documents of 32 distinct words or more one
+    # at a time, longest first (ties in their own order), and the shorter
+    # ones in runs of neighbours. Minibatches of 50 documents: the first has
+    # no long document, the second one of 32 words, the third long ones of
+    # 31, 32, 32, 33 and 40 words among short ones.
+    X, _, _ = make_lda_corpus(
+        n_documents=150,
+        n_features=120,
+        n_topics=4,
+        mean_document_length=3,
+        random_state=0,
+    )
+    X = X.astype(np.float64).tolil()
+    rng = np.random.default_rng(0)
+    long_rows = [(60, 32), (101, 31), (110, 32), (115, 40), (120, 32), (149, 33)]
+    for row, n_words in long_rows:
+        X[row] = 0.0
+        X[row, rng.choice(X.shape[1], n_words, replace=False)] = rng.integers(
+            1, 3, n_words
+        )
+    X = X.tocsr()
+    lengths = np.diff(X.indptr)
+    assert np.count_nonzero(lengths[:50] >= 32) == 0
+    assert np.count_nonzero(lengths[50:100] >= 32) == 1
+    assert sorted(lengths[100:][lengths[100:] >= 31]) == [31, 32, 32, 33, 40]
+    fits = []
+    for n_jobs in (1, 2, 3):
+        model = SmoothedLDA(
+            n_components=8, batch_size=50, random_state=0, n_jobs=n_jobs
+        )
+        model.partial_fit(X).partial_fit(X)
+        fits.append((model.components_, model.transform(X)))
+    for components, proportions in fits[1:]:
+        assert_array_equal(components, fits[0][0])
+        assert_array_equal(proportions, fits[0][1])
+
+
 def test_sampled_step_samples_in_the_updates_only(planted_corpus):
     # transform is deterministic: the CVB0 fixed point at the same topics.
     X = planted_corpus[0].astype(np.float64)

@@ -193,8 +193,8 @@ cdef _claim_order(const Py_ssize_t[::1] indptr, Py_ssize_t n_threads):
     CSR structure: those of ``CLAIM_WORDS`` words or more by decreasing
     length, then the others in their own order; any order for one thread.
 
-    Written by loops rather than NumPy's calls on the lengths, which cost
-    about a twentieth of a pass over short texts."""
+    Loops, where NumPy's calls on the lengths took about 4% of a pass over
+    short texts on one thread."""
     cdef Py_ssize_t n_documents = indptr.shape[0] - 1
     cdef Py_ssize_t d, n_long = 0, position
     order = np.empty(n_documents, dtype=np.intp)
@@ -206,7 +206,8 @@ cdef _claim_order(const Py_ssize_t[::1] indptr, Py_ssize_t n_threads):
                 n_long += 1
         if n_long > 1:
             long_documents = order[:n_long].copy()
-            lengths = np.asarray(indptr)[long_documents + 1] - np.asarray(indptr)[long_documents]
+            starts = np.asarray(indptr)
+            lengths = starts[long_documents + 1] - starts[long_documents]
             order[:n_long] = long_documents[np.argsort(-lengths, kind="stable")]
     position = n_long
     for d in range(n_documents):
