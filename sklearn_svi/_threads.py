@@ -196,7 +196,24 @@ def thread_pool(n_jobs):
     n_jobs : int or None
         Number of threads, the calling one included.
     """
-    n_threads = thread_count(n_jobs)
+    with threads(thread_count(n_jobs)):
+        yield
+
+
+@contextmanager
+def threads(n_threads):
+    """Run the row-wise work of this context on ``n_threads`` threads, the
+    calling one included, as many as asked.
+
+    A Dask worker's task asks for the worker's own threads: joblib, which
+    :func:`thread_pool` consults, allows a single one to a thread that is
+    not the main one.
+
+    Parameters
+    ----------
+    n_threads : int
+        Number of threads.
+    """
     if n_threads <= 1:
         with _active(SERIAL):
             yield

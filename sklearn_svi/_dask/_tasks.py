@@ -8,7 +8,7 @@ import numpy as np
 
 from .._mechanisms import added_statistics
 from .._store import LocalStore
-from .._threads import thread_pool
+from .._threads import threads
 from ._client import _stacked
 
 
@@ -76,7 +76,7 @@ def _statistic_of_part(model, part, sample_weight, draw, n_batch):
     worker, with its samples' weights of the minibatch's ``sample_weight``
     (None for none)."""
     weights = None if sample_weight is None else sample_weight[part[2]]
-    with thread_pool(_worker_threads()):
+    with threads(_worker_threads()):
         return model._local_statistic(part[1], weights, draw, n_batch)
 
 
