@@ -16,6 +16,7 @@ import tracemalloc
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _cluster import local_client
 from _interrupts import interrupted_by_a_signal
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.base import clone
@@ -54,9 +55,6 @@ one: on a loaded machine that took over a minute."""
 
 @pytest.fixture(scope="module")
 def client():
-    # Starting workers sets variables such as OMP_NUM_THREADS=1 in this
-    # process's environment too; they are put back afterwards.
-    environment = dict(os.environ)
     # Without work stealing a block stays on the worker it was sent to, so
     # that killing that worker loses it. A task that killed two workers
     # fails with KilledWorker. The cluster closes a worker's nanny when a
@@ -69,14 +67,8 @@ def client():
         "distributed.deploy.lost-worker-timeout": "1 hour",
     }
     with dask.config.set(settings):
-        cluster = distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-        )
-        with distributed.Client(cluster) as client:
+        with local_client(n_workers=2, threads_per_worker=1) as client:
             yield client
-        cluster.close()
-    os.environ.clear()
-    os.environ.update(environment)
 
 
 @pytest.fixture(scope="module")

@@ -5,10 +5,9 @@ shares the part's documents; the fit must not depend on it. The tests run
 on a LocalCluster of one worker process with two threads, started here.
 """
 
-import os
-
 import numpy as np
 import pytest
+from _cluster import local_client
 from numpy.testing import assert_allclose
 
 import sklearn_svi._threads
@@ -17,22 +16,13 @@ from sklearn_svi._datasets import make_lda_corpus
 
 da = pytest.importorskip("dask.array")
 dask = pytest.importorskip("dask")
-distributed = pytest.importorskip("distributed")
+pytest.importorskip("distributed")
 
 
 @pytest.fixture(scope="module")
 def two_thread_client():
-    # Starting a worker sets variables such as OMP_NUM_THREADS in this
-    # process's environment too; they are put back afterwards.
-    environment = dict(os.environ)
-    cluster = distributed.LocalCluster(
-        n_workers=1, threads_per_worker=2, processes=True, dashboard_address=None
-    )
-    with distributed.Client(cluster) as client:
+    with local_client(n_workers=1, threads_per_worker=2) as client:
         yield client
-    cluster.close()
-    os.environ.clear()
-    os.environ.update(environment)
 
 
 def _forget_teams():
@@ -46,20 +36,16 @@ def test_every_default_on_a_worker_of_two_threads_is_the_fit_of_one_machine(
 ):
     # Short documents, which the default samples, and some long ones, which
     # its collapsed step sweeps: the team claims both kinds.
-    short = make_lda_corpus(
-        n_documents=900,
-        n_features=300,
-        n_topics=5,
-        mean_document_length=4,
-        random_state=0,
-    )[0]
-    long = make_lda_corpus(
-        n_documents=100,
-        n_features=300,
-        n_topics=5,
-        mean_document_length=120,
-        random_state=1,
-    )[0]
+    short, long = (
+        make_lda_corpus(
+            n_documents=n_documents,
+            n_features=300,
+            n_topics=5,
+            mean_document_length=length,
+            random_state=seed,
+        )[0]
+        for n_documents, length, seed in [(900, 4, 0), (100, 120, 1)]
+    )
     order = np.random.default_rng(0).permutation(1000)
     X = np.vstack([short.toarray(), long.toarray()])[order]
     settings = dict(n_components=6, batch_size=128, max_iter=2, random_state=0)
